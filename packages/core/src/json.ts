@@ -1,0 +1,173 @@
+import { TidemarkError } from './errors.js';
+
+/** A value that survives `JSON.stringify` → `JSON.parse` unchanged. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** Limits applied by {@link assertJsonValue}. */
+export interface JsonLimits {
+  /** Deepest nesting of arrays and objects accepted (the root is depth 0). Default 256. */
+  maxDepth?: number;
+}
+
+/** Default nesting limit of SPEC §2. */
+export const DEFAULT_MAX_DEPTH = 256;
+/** Default limit of one serialized event, SPEC §2: 16 MiB. */
+export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** Appends a property key to a path in the `a.b[2]["odd key"]` notation used by error messages. */
+export function pathWithKey(path: string, key: string | number): string {
+  if (typeof key === 'number') return `${path}[${key}]`;
+  if (IDENTIFIER.test(key)) return path === '' ? key : `${path}.${key}`;
+  return `${path}[${JSON.stringify(key)}]`;
+}
+
+/** Describes why a value is not JSON, or returns undefined when its own shape is acceptable. */
+function describeNonJson(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return undefined;
+    case 'number':
+      if (!Number.isFinite(value)) return Number.isNaN(value) ? 'NaN' : String(value);
+      if (Object.is(value, -0)) return '-0 (JSON turns negative zero into 0)';
+      return undefined;
+    case 'bigint':
+      return 'BigInt';
+    case 'undefined':
+      return 'undefined';
+    case 'function':
+      return 'function';
+    case 'symbol':
+      return 'symbol';
+    case 'object': {
+      if (value === null) return undefined;
+      if (Array.isArray(value)) {
+        if (Object.getPrototypeOf(value) !== Array.prototype) return 'array subclass';
+        return undefined;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        const name = (value as { constructor?: { name?: unknown } }).constructor?.name;
+        return typeof name === 'string' && name !== '' ? name : 'non-plain object';
+      }
+      return undefined;
+    }
+    default:
+      return typeof value;
+  }
+}
+
+function fail(path: string, what: string): never {
+  throw new TidemarkError('INVALID', `${path === '' ? 'value' : path}: ${what}`);
+}
+
+/**
+ * Asserts that `value` is a {@link JsonValue}: exactly what survives a JSON round trip unchanged.
+ * Rejects BigInt, undefined, NaN, ±Infinity, -0, functions, symbols, symbol keys, accessors,
+ * non-enumerable properties, Map, Set, Date, RegExp, typed arrays and every other non-plain object,
+ * sparse arrays, array extra properties, circular references, and nesting deeper than the limit.
+ *
+ * The walk is iterative, so a 100,000-deep value is rejected as INVALID instead of overflowing the
+ * stack. The error message names the path of the offending value, e.g. `events[3].data.items[2]: BigInt`.
+ *
+ * @param path - the name of `value` in messages (`events[3].data`).
+ * @throws TidemarkError with code INVALID.
+ */
+export function assertJsonValue(value: unknown, path = '', limits: JsonLimits = {}): asserts value is JsonValue {
+  const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+  // Each frame: the value, its path, its depth. `onPath` holds the containers on the current
+  // branch, to tell a circular reference from a shared (DAG) one, which JSON duplicates harmlessly.
+  const stack: Array<{ value: unknown; path: string; depth: number; exit?: object }> = [{ value, path, depth: 0 }];
+  const onPath = new Set<object>();
+  while (stack.length > 0) {
+    const frame = stack.pop()!;
+    if (frame.exit !== undefined) {
+      onPath.delete(frame.exit);
+      continue;
+    }
+    const current = frame.value;
+    const problem = describeNonJson(current);
+    if (problem !== undefined) fail(frame.path, problem);
+    if (typeof current !== 'object' || current === null) continue;
+    if (onPath.has(current)) fail(frame.path, 'circular reference');
+    if (frame.depth >= maxDepth) fail(frame.path, `nested deeper than ${maxDepth} levels`);
+    onPath.add(current);
+    stack.push({ value: undefined, path: frame.path, depth: frame.depth, exit: current });
+    if (Object.getOwnPropertySymbols(current).length > 0) fail(frame.path, 'symbol key');
+    const keys = Object.getOwnPropertyNames(current);
+    if (Array.isArray(current)) {
+      // An array's own names are its indices plus 'length'; anything else does not survive JSON.
+      if (keys.length - 1 !== current.length) {
+        for (let i = 0; i < current.length; i++) if (!(i in current)) fail(pathWithKey(frame.path, i), 'hole in sparse array');
+        fail(frame.path, 'array with extra properties');
+      }
+      for (let i = current.length - 1; i >= 0; i--) {
+        const descriptor = Object.getOwnPropertyDescriptor(current, i);
+        if (descriptor === undefined) fail(pathWithKey(frame.path, i), 'hole in sparse array');
+        if (!('value' in descriptor)) fail(pathWithKey(frame.path, i), 'accessor property');
+        stack.push({ value: descriptor.value, path: pathWithKey(frame.path, i), depth: frame.depth + 1 });
+      }
+      continue;
+    }
+    for (let k = keys.length - 1; k >= 0; k--) {
+      const key = keys[k]!;
+      const descriptor = Object.getOwnPropertyDescriptor(current, key)!;
+      const childPath = pathWithKey(frame.path, key);
+      if (!descriptor.enumerable) fail(childPath, 'non-enumerable property');
+      if (!('value' in descriptor)) fail(childPath, 'accessor property');
+      stack.push({ value: descriptor.value, path: childPath, depth: frame.depth + 1 });
+    }
+  }
+}
+
+/** True when `value` is a {@link JsonValue}; see {@link assertJsonValue} for the rules. */
+export function isJsonValue(value: unknown, limits: JsonLimits = {}): value is JsonValue {
+  try {
+    assertJsonValue(value, '', limits);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Deep equality of two JSON values, iterative. Object key order does not matter; array order does.
+ * Used to recognise an idempotent retry of an append.
+ */
+export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
+  const stack: Array<[JsonValue, JsonValue]> = [[a, b]];
+  while (stack.length > 0) {
+    const [x, y] = stack.pop()!;
+    if (x === y) continue;
+    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return false;
+    if (Array.isArray(x) !== Array.isArray(y)) return false;
+    if (Array.isArray(x)) {
+      const ya = y as JsonValue[];
+      if (x.length !== ya.length) return false;
+      for (let i = 0; i < x.length; i++) stack.push([x[i]!, ya[i]!]);
+      continue;
+    }
+    const xo = x as JsonObject;
+    const yo = y as JsonObject;
+    const xKeys = Object.keys(xo);
+    if (xKeys.length !== Object.keys(yo).length) return false;
+    for (const key of xKeys) {
+      if (!Object.hasOwn(yo, key)) return false;
+      stack.push([xo[key]!, yo[key]!]);
+    }
+  }
+  return true;
+}
+
+/**
+ * A deep copy of a JSON value through its serialization (which the caller usually needs anyway for
+ * size limits). `__proto__` keys stay ordinary own data properties: `JSON.parse` defines them.
+ */
+export function cloneJson<T extends JsonValue>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

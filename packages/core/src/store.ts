@@ -1,0 +1,173 @@
+import type { SessionEvent } from './event.js';
+import type { TidemarkError } from './errors.js';
+import type { JsonValue } from './json.js';
+
+/** Lineage: the session and seq a session was forked or resumed from. */
+export interface ParentRef {
+  id: string;
+  seq: number;
+}
+
+/** The immutable header of a session, written once with its first batch. */
+export interface SessionMeta {
+  id: string;
+  /** ISO-8601 UTC time of `create()`. */
+  createdAt: string;
+  /** The working directory the session belongs to. */
+  cwd?: string;
+  /** Lineage, when forked or resumed from another session. */
+  parent?: ParentRef;
+  /** On-disk format or schema version, filled in by the backend. */
+  formatVersion: number;
+}
+
+/** The mutable, cheap-to-list description of a session. */
+export interface SessionSummary {
+  id: string;
+  createdAt: string;
+  /** Time of the last append or update. `list` orders by it, newest first. */
+  updatedAt: string;
+  cwd?: string;
+  parent?: ParentRef;
+  /** Number of events in the log. */
+  eventCount: number;
+  /** Seq of the last boundary event, -1 when there is none. */
+  committedSeq: number;
+  /** True when complete events follow the last boundary. */
+  interrupted: boolean;
+  title?: string;
+  /** The first user prompt, for display. */
+  firstPrompt?: string;
+  tags?: string[];
+  attrs?: { [key: string]: JsonValue };
+}
+
+/** Arguments of {@link SessionStore.create}. */
+export interface CreateInit {
+  /** Session id; a time-ordered id is generated when omitted. */
+  id?: string;
+  cwd?: string;
+  parent?: ParentRef;
+  title?: string;
+  tags?: string[];
+}
+
+/** Summary fields that {@link SessionStore.update} can change. `undefined` leaves a field as it is. */
+export interface SummaryPatch {
+  title?: string;
+  firstPrompt?: string;
+  tags?: string[];
+  attrs?: { [key: string]: JsonValue };
+}
+
+/** What to do with an interrupted tail on load. */
+export type TailPolicy = 'keep' | 'cut';
+
+/** Options of {@link SessionStore.load}. */
+export interface LoadOptions {
+  /** `keep` (default) returns the interrupted tail; `cut` moves it to quarantine. */
+  tail?: TailPolicy;
+}
+
+/** A range of seqs, both ends inclusive. */
+export interface ReadRange {
+  fromSeq?: number;
+  toSeq?: number;
+}
+
+/** What a load had to repair. */
+export interface RecoveryReport {
+  /** Bytes of torn fragments set aside. */
+  tornBytes?: number;
+  /** Events of the interrupted tail moved to quarantine (`tail: 'cut'`). */
+  cutEvents?: number;
+  /** Where the removed data was kept (path, table). */
+  quarantinedAt?: string;
+}
+
+/** The result of {@link SessionStore.load}. */
+export interface LoadedSession {
+  meta: SessionMeta;
+  summary: SessionSummary;
+  events: SessionEvent[];
+  committedSeq: number;
+  interrupted: boolean;
+  /** Present when the load repaired the log. */
+  recovered?: RecoveryReport;
+}
+
+/** Arguments of {@link SessionStore.list}. */
+export interface ListQuery {
+  /** Only sessions of this working directory. */
+  cwd?: string;
+  /** Page size (default 100). */
+  limit?: number;
+  /** Opaque cursor from a previous page's `nextCursor`. */
+  cursor?: string;
+}
+
+/** A session that list could not describe. It is reported, never silently left out. */
+export interface ListProblem {
+  id: string;
+  error: TidemarkError;
+}
+
+/** One page of {@link SessionStore.list}. */
+export interface SessionPage {
+  sessions: SessionSummary[];
+  problems: ListProblem[];
+  /** Present when more sessions follow. */
+  nextCursor?: string;
+}
+
+/** Result of {@link SessionStore.append}. */
+export interface AppendResult {
+  /** The seq the next batch must start with. */
+  nextSeq: number;
+}
+
+/** How hard an append works to be durable before it resolves. */
+export type Durability = 'strict' | 'relaxed';
+
+/** Options every backend factory accepts. */
+export interface StoreOptions {
+  /** `strict` (default): an append resolves only once on stable storage. */
+  durability?: Durability;
+  /** Event types that close a unit of work (default `turn/end`, `session/end`). */
+  boundaryTypes?: readonly string[];
+  /** Largest serialized event in bytes (default 16 MiB). */
+  maxEventBytes?: number;
+  /** Deepest nesting inside `data` (default 256). */
+  maxDepth?: number;
+}
+
+/**
+ * The contract every tidemark backend keeps (SPEC §4). Every method rejects only with a
+ * `TidemarkError`. A storage fault is an error, never absence and never loss.
+ */
+export interface SessionStore {
+  /**
+   * Reserves a session. Lazy: writes nothing; the session appears in `has`/`list` once its first
+   * batch lands, together with its header. ALREADY_EXISTS for an id that exists or is pending here.
+   */
+  create(init?: CreateInit): Promise<SessionMeta>;
+  /**
+   * Appends a batch atomically and, with strict durability, durably. `events[0].seq` must be the
+   * stored next seq. A retry of a stored batch with deep-equal events succeeds without writing.
+   */
+  append(id: string, events: readonly SessionEvent[]): Promise<AppendResult>;
+  /** Every complete event, with the commit state; torn fragments are quarantined and repaired. */
+  load(id: string, options?: LoadOptions): Promise<LoadedSession>;
+  /** Streams events in seq order with memory bounded independently of the log's length. */
+  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent>;
+  /** Pages summaries, newest `updatedAt` first (ties by id), without reading event logs. */
+  list(query?: ListQuery): Promise<SessionPage>;
+  /** True when the session exists (materialized). False only for true absence. */
+  has(id: string): Promise<boolean>;
+  /** Changes summary fields atomically; on a pending session the patch is kept for the first batch. */
+  update(id: string, patch: SummaryPatch): Promise<SessionSummary>;
+  /** Removes log and summary; no reader ever sees a half-deleted session as valid. */
+  delete(id: string): Promise<void>;
+  /** Flushes, releases locks and handles. Later calls reject with CLOSED. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,6 @@
+/**
+ * @packageDocumentation
+ * The in-memory reference backend of tidemark. It keeps the whole contract of SPEC §4 with no
+ * storage at all, so it serves as the model the other backends are compared against.
+ */
+export { MemoryVolume, type MemoryStoreOptions, openMemoryStore } from './store.js';
