@@ -1,0 +1,27 @@
+import type { SessionStore, StoreOptions } from '@tidemark/core';
+
+/**
+ * How the contract suite reaches a backend. A backend author implements this in a few lines and
+ * calls `runStoreContract(driver)` from a vitest file.
+ */
+export interface ContractDriver {
+  /** Backend name shown in test titles. */
+  name: string;
+  /** Opens a store over fresh, empty storage. Called at least once per test. */
+  open(options?: StoreOptions): Promise<SessionStore>;
+  /**
+   * Opens another store over the same storage as `store`: a restart (after `store.close()`) or a
+   * second live instance (while `store` is open), as another process would.
+   */
+  reopen(store: SessionStore, options?: StoreOptions): Promise<SessionStore>;
+  /** Called after each test: removes everything `open` created. Stores may already be closed. */
+  cleanup(): Promise<void>;
+}
+
+/** Options of `runStoreContract`. */
+export interface ContractOptions {
+  /** Number of random command sequences of the model-based test (default 50). */
+  modelRuns?: number;
+  /** Extra time per test for slow backends, in milliseconds. */
+  timeout?: number;
+}
