@@ -39,6 +39,9 @@ export function advanceCommitState(
 }
 
 /** The state of a whole log. */
-export function commitStateOf(events: readonly Pick<SessionEvent, 'seq' | 'type'>[], isBoundary: BoundaryPredicate): CommitState {
+export function commitStateOf(
+  events: readonly Pick<SessionEvent, 'seq' | 'type'>[],
+  isBoundary: BoundaryPredicate,
+): CommitState {
   return advanceCommitState({ committedSeq: -1, interrupted: false }, events, isBoundary);
 }

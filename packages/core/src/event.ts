@@ -54,7 +54,10 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
   const candidate = value as Record<string, unknown>;
   for (const key of Object.keys(candidate)) {
     if (key !== 'seq' && key !== 'type' && key !== 'time' && key !== 'data') {
-      throw new TidemarkError('INVALID', `${path}.${key}: unknown event field (allowed: seq, type, time, data)`);
+      throw new TidemarkError(
+        'INVALID',
+        `${path}.${key}: unknown event field (allowed: seq, type, time, data)`,
+      );
     }
   }
   const { seq, type, time, data } = candidate;
@@ -62,10 +65,16 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
     throw new TidemarkError('INVALID', `${path}.seq: must be a non-negative integer, got ${describe(seq)}`);
   }
   if (typeof type !== 'string' || type.length === 0 || type.length > MAX_TYPE_LENGTH) {
-    throw new TidemarkError('INVALID', `${path}.type: must be a string of 1 to ${MAX_TYPE_LENGTH} characters`);
+    throw new TidemarkError(
+      'INVALID',
+      `${path}.type: must be a string of 1 to ${MAX_TYPE_LENGTH} characters`,
+    );
   }
   if (!isIsoTime(time)) {
-    throw new TidemarkError('INVALID', `${path}.time: must be an ISO-8601 timestamp with a zone, got ${describe(time)}`);
+    throw new TidemarkError(
+      'INVALID',
+      `${path}.time: must be an ISO-8601 timestamp with a zone, got ${describe(time)}`,
+    );
   }
   if (!Object.hasOwn(candidate, 'data')) throw new TidemarkError('INVALID', `${path}.data: missing`);
   assertJsonValue(data, `${path}.data`, { maxDepth: limits.maxDepth ?? DEFAULT_MAX_DEPTH });
@@ -73,7 +82,10 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
   const bytes = Buffer.byteLength(json, 'utf8');
   const maxBytes = limits.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes > maxBytes) {
-    throw new TidemarkError('INVALID', `${path}: serialized event is ${bytes} bytes, over the limit of ${maxBytes}`);
+    throw new TidemarkError(
+      'INVALID',
+      `${path}: serialized event is ${bytes} bytes, over the limit of ${maxBytes}`,
+    );
   }
   return { event: JSON.parse(json) as SessionEvent, json, bytes };
 }
@@ -86,8 +98,10 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
 export function prepareBatch(events: unknown, limits: EventLimits = {}, sessionId?: string): PreparedEvent[] {
   const withId = (e: TidemarkError) =>
     sessionId === undefined ? e : new TidemarkError(e.code, e.message, { sessionId });
-  if (!Array.isArray(events)) throw withId(new TidemarkError('INVALID', 'events: must be an array of events'));
-  if (events.length === 0) throw withId(new TidemarkError('INVALID', 'events: a batch must hold at least one event'));
+  if (!Array.isArray(events))
+    throw withId(new TidemarkError('INVALID', 'events: must be an array of events'));
+  if (events.length === 0)
+    throw withId(new TidemarkError('INVALID', 'events: a batch must hold at least one event'));
   const prepared: PreparedEvent[] = [];
   for (let i = 0; i < events.length; i++) {
     let item: PreparedEvent;

@@ -16,7 +16,8 @@ export function isValidId(id: unknown): id is string {
  */
 export function assertValidId(id: unknown, what = 'id'): asserts id is string {
   if (isValidId(id)) return;
-  const shown = typeof id === 'string' ? JSON.stringify(id.length > 60 ? `${id.slice(0, 60)}…` : id) : String(id);
+  const shown =
+    typeof id === 'string' ? JSON.stringify(id.length > 60 ? `${id.slice(0, 60)}…` : id) : String(id);
   throw new TidemarkError(
     'INVALID',
     `${what}: ${shown} is not a session id (1 to 128 characters of A-Z a-z 0-9 . _ -, not starting with '.')`,

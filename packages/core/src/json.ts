@@ -78,11 +78,17 @@ function fail(path: string, what: string): never {
  * @param path - the name of `value` in messages (`events[3].data`).
  * @throws TidemarkError with code INVALID.
  */
-export function assertJsonValue(value: unknown, path = '', limits: JsonLimits = {}): asserts value is JsonValue {
+export function assertJsonValue(
+  value: unknown,
+  path = '',
+  limits: JsonLimits = {},
+): asserts value is JsonValue {
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
   // Each frame: the value, its path, its depth. `onPath` holds the containers on the current
   // branch, to tell a circular reference from a shared (DAG) one, which JSON duplicates harmlessly.
-  const stack: Array<{ value: unknown; path: string; depth: number; exit?: object }> = [{ value, path, depth: 0 }];
+  const stack: Array<{ value: unknown; path: string; depth: number; exit?: object }> = [
+    { value, path, depth: 0 },
+  ];
   const onPath = new Set<object>();
   while (stack.length > 0) {
     const frame = stack.pop()!;
@@ -103,7 +109,8 @@ export function assertJsonValue(value: unknown, path = '', limits: JsonLimits = 
     if (Array.isArray(current)) {
       // An array's own names are its indices plus 'length'; anything else does not survive JSON.
       if (keys.length - 1 !== current.length) {
-        for (let i = 0; i < current.length; i++) if (!(i in current)) fail(pathWithKey(frame.path, i), 'hole in sparse array');
+        for (let i = 0; i < current.length; i++)
+          if (!(i in current)) fail(pathWithKey(frame.path, i), 'hole in sparse array');
         fail(frame.path, 'array with extra properties');
       }
       for (let i = current.length - 1; i >= 0; i--) {

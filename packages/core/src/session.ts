@@ -1,8 +1,8 @@
 // Pure rules shared by every backend: input validation of create/update/list, the append plan
 // (seq checks and idempotent retry), summary bookkeeping and list ordering. Backends only do I/O.
 import { advanceCommitState, type BoundaryPredicate } from './boundary.js';
-import type { PreparedEvent, SessionEvent } from './event.js';
 import { TidemarkError } from './errors.js';
+import type { PreparedEvent, SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
 import { assertJsonValue, cloneJson, type JsonValue, jsonEqual } from './json.js';
 import type { CreateInit, ListQuery, SessionMeta, SessionSummary, SummaryPatch } from './store.js';
@@ -73,7 +73,8 @@ export function validateCreate(init: unknown, generate: () => string): ValidCrea
   }
   if (given.parent !== undefined) {
     const parent = given.parent as unknown;
-    if (typeof parent !== 'object' || parent === null) throw new TidemarkError('INVALID', 'create: parent must be { id, seq }');
+    if (typeof parent !== 'object' || parent === null)
+      throw new TidemarkError('INVALID', 'create: parent must be { id, seq }');
     const { id: parentId, seq } = parent as { id?: unknown; seq?: unknown };
     assertValidId(parentId, 'create: parent.id');
     if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < -1) {
@@ -111,7 +112,10 @@ export function validatePatch(patch: unknown): SummaryPatch {
         out.attrs = cloneJson(value);
         break;
       default:
-        throw new TidemarkError('INVALID', `update: unknown field ${JSON.stringify(key)} (allowed: title, firstPrompt, tags, attrs)`);
+        throw new TidemarkError(
+          'INVALID',
+          `update: unknown field ${JSON.stringify(key)} (allowed: title, firstPrompt, tags, attrs)`,
+        );
     }
   }
   return out;
@@ -200,9 +204,13 @@ export function planAppend(id: string, nextSeq: number, batch: readonly Prepared
   const last = batch[batch.length - 1]!.event.seq;
   if (first === nextSeq) return { kind: 'write' };
   if (first > nextSeq) {
-    throw new TidemarkError('CONFLICT', `session ${id}: batch starts at seq ${first} but the next seq is ${nextSeq}`, {
-      sessionId: id,
-    });
+    throw new TidemarkError(
+      'CONFLICT',
+      `session ${id}: batch starts at seq ${first} but the next seq is ${nextSeq}`,
+      {
+        sessionId: id,
+      },
+    );
   }
   if (last >= nextSeq) {
     throw new TidemarkError(
@@ -218,23 +226,39 @@ export function planAppend(id: string, nextSeq: number, batch: readonly Prepared
  * Finishes a `compare` plan: succeeds when the stored events equal the batch (an idempotent retry),
  * else CONFLICT.
  */
-export function assertSameEvents(id: string, stored: readonly SessionEvent[], batch: readonly PreparedEvent[]): void {
+export function assertSameEvents(
+  id: string,
+  stored: readonly SessionEvent[],
+  batch: readonly PreparedEvent[],
+): void {
   const same =
     stored.length === batch.length &&
     stored.every((event, i) => {
       const other = batch[i]!.event;
-      return event.seq === other.seq && event.type === other.type && event.time === other.time && jsonEqual(event.data, other.data);
+      return (
+        event.seq === other.seq &&
+        event.type === other.type &&
+        event.time === other.time &&
+        jsonEqual(event.data, other.data)
+      );
     });
   if (!same) {
     const first = batch[0]!.event.seq;
-    throw new TidemarkError('CONFLICT', `session ${id}: seq ${first} is already stored with different events`, {
-      sessionId: id,
-    });
+    throw new TidemarkError(
+      'CONFLICT',
+      `session ${id}: seq ${first} is already stored with different events`,
+      {
+        sessionId: id,
+      },
+    );
   }
 }
 
 /** Orders summaries for `list`: newest `updatedAt` first, ties by id ascending. */
-export function compareForList(a: Pick<SessionSummary, 'updatedAt' | 'id'>, b: Pick<SessionSummary, 'updatedAt' | 'id'>): number {
+export function compareForList(
+  a: Pick<SessionSummary, 'updatedAt' | 'id'>,
+  b: Pick<SessionSummary, 'updatedAt' | 'id'>,
+): number {
   if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? 1 : -1;
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
@@ -254,17 +278,28 @@ export function encodeCursor(last: ListCursor): string {
 export function decodeCursor(cursor: string): ListCursor {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+    if (
+      Array.isArray(value) &&
+      value.length === 2 &&
+      typeof value[0] === 'string' &&
+      typeof value[1] === 'string'
+    ) {
       return { updatedAt: value[0], id: value[1] };
     }
   } catch {
     // fall through to the typed error
   }
-  throw new TidemarkError('INVALID', `list: cursor ${JSON.stringify(cursor.slice(0, 40))} is not a cursor from this store`);
+  throw new TidemarkError(
+    'INVALID',
+    `list: cursor ${JSON.stringify(cursor.slice(0, 40))} is not a cursor from this store`,
+  );
 }
 
 /** True when `summary` comes after the cursor in list order. */
-export function isAfterCursor(summary: Pick<SessionSummary, 'updatedAt' | 'id'>, cursor: ListCursor): boolean {
+export function isAfterCursor(
+  summary: Pick<SessionSummary, 'updatedAt' | 'id'>,
+  cursor: ListCursor,
+): boolean {
   return compareForList(summary, cursor) > 0;
 }
 
@@ -287,7 +322,12 @@ export function validateListQuery(query: unknown): ValidListQuery {
     out.cwd = q.cwd;
   }
   if (q.limit !== undefined) {
-    if (typeof q.limit !== 'number' || !Number.isSafeInteger(q.limit) || q.limit < 1 || q.limit > MAX_LIST_LIMIT) {
+    if (
+      typeof q.limit !== 'number' ||
+      !Number.isSafeInteger(q.limit) ||
+      q.limit < 1 ||
+      q.limit > MAX_LIST_LIMIT
+    ) {
       throw new TidemarkError('INVALID', `list: limit must be an integer from 1 to ${MAX_LIST_LIMIT}`);
     }
     out.limit = q.limit;
@@ -304,7 +344,10 @@ export function validateRange(range: unknown): { fromSeq: number; toSeq: number 
   if (range !== undefined && (typeof range !== 'object' || range === null)) {
     throw new TidemarkError('INVALID', 'read: the range must be an object');
   }
-  const { fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER } = (range ?? {}) as { fromSeq?: unknown; toSeq?: unknown };
+  const { fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER } = (range ?? {}) as {
+    fromSeq?: unknown;
+    toSeq?: unknown;
+  };
   for (const [name, value] of [
     ['fromSeq', fromSeq],
     ['toSeq', toSeq],
@@ -319,9 +362,11 @@ export function validateRange(range: unknown): { fromSeq: number; toSeq: number 
 /** Validates a `load()` options object and returns the tail policy. */
 export function validateLoadOptions(options: unknown): 'keep' | 'cut' {
   if (options === undefined) return 'keep';
-  if (typeof options !== 'object' || options === null) throw new TidemarkError('INVALID', 'load: options must be an object');
+  if (typeof options !== 'object' || options === null)
+    throw new TidemarkError('INVALID', 'load: options must be an object');
   const tail = (options as { tail?: unknown }).tail ?? 'keep';
-  if (tail !== 'keep' && tail !== 'cut') throw new TidemarkError('INVALID', `load: tail must be 'keep' or 'cut'`);
+  if (tail !== 'keep' && tail !== 'cut')
+    throw new TidemarkError('INVALID', `load: tail must be 'keep' or 'cut'`);
   return tail;
 }
 

@@ -1,5 +1,5 @@
-import type { SessionEvent } from './event.js';
 import type { TidemarkError } from './errors.js';
+import type { SessionEvent } from './event.js';
 import type { JsonValue } from './json.js';
 
 /** Lineage: the session and seq a session was forked or resumed from. */

@@ -3,4 +3,4 @@
  * The in-memory reference backend of tidemark. It keeps the whole contract of SPEC §4 with no
  * storage at all, so it serves as the model the other backends are compared against.
  */
-export { MemoryVolume, type MemoryStoreOptions, openMemoryStore } from './store.js';
+export { type MemoryStoreOptions, MemoryVolume, openMemoryStore } from './store.js';

@@ -3,9 +3,9 @@ import {
   assertSameEvents,
   assertValidId,
   boundaryPredicate,
+  type CreateInit,
   commitStateOf,
   compareForList,
-  type CreateInit,
   emptySummary,
   encodeCursor,
   errors,
@@ -116,7 +116,9 @@ class MemoryStore implements SessionStore {
     const nextSeq = stored?.events.length ?? 0;
     const plan = planAppend(id, nextSeq, batch);
     if (plan.kind === 'compare') {
-      const existing = stored!.events.slice(plan.fromSeq, plan.toSeq + 1).map((line) => JSON.parse(line) as SessionEvent);
+      const existing = stored!.events
+        .slice(plan.fromSeq, plan.toSeq + 1)
+        .map((line) => JSON.parse(line) as SessionEvent);
       assertSameEvents(id, existing, batch);
       return { nextSeq };
     }
@@ -125,7 +127,12 @@ class MemoryStore implements SessionStore {
     const appended = batch.map((item) => item.event);
     if (stored === undefined) {
       const { meta, patch } = pending!;
-      const summary = summaryAfterAppend(applyPatch(emptySummary(meta), patch, now), appended, this.isBoundary, now);
+      const summary = summaryAfterAppend(
+        applyPatch(emptySummary(meta), patch, now),
+        appended,
+        this.isBoundary,
+        now,
+      );
       this.volume.sessions.set(id, {
         meta: { ...meta, formatVersion: MEMORY_FORMAT_VERSION },
         summary,
@@ -134,7 +141,12 @@ class MemoryStore implements SessionStore {
       this.pending.delete(id);
     } else {
       stored.events.push(...batch.map((item) => item.json));
-      stored.summary = summaryAfterAppend(stored.summary, appended, this.isBoundary, nextUpdatedAt(stored.summary.updatedAt, now));
+      stored.summary = summaryAfterAppend(
+        stored.summary,
+        appended,
+        this.isBoundary,
+        nextUpdatedAt(stored.summary.updatedAt, now),
+      );
       // A session materialized by another instance makes this instance's reservation moot.
       this.pending.delete(id);
     }

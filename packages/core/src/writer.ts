@@ -1,0 +1,312 @@
+// The write path of SPEC §8: a SessionWriter turns single events into group-committed batches
+// over any SessionStore. It never drops an event it accepted: a failed append keeps the buffer,
+// and the retry re-sends exactly the same batch so that the store's idempotent-retry rule
+// absorbs an append that committed but whose answer was lost.
+import { errors, isTidemarkError, TidemarkError, toIoError } from './errors.js';
+import { type EventLimits, type PreparedEvent, prepareEvent, type SessionEvent } from './event.js';
+import { assertValidId } from './ids.js';
+import type { JsonValue } from './json.js';
+import { nowIso } from './session.js';
+import type { SessionStore } from './store.js';
+
+/** What an application pushes: seq is assigned by the writer, time defaults to now. */
+export interface WriterEventInput<D extends JsonValue = JsonValue> {
+  type: string;
+  data: D;
+  /** ISO-8601 UTC time; the current time when omitted. */
+  time?: string;
+}
+
+/** Options of {@link SessionWriter}. */
+export interface SessionWriterOptions extends EventLimits {
+  /** The seq of the first event this writer pushes (the store's next seq). Default 0. */
+  nextSeq?: number;
+  /** Most events in one append. Default 256. */
+  maxBatchEvents?: number;
+  /** Most serialized bytes in one append (a single larger event still goes alone). Default 1 MiB. */
+  maxBatchBytes?: number;
+  /** Longest time an accepted event waits before a flush starts, in ms. Default 5. */
+  maxDelayMs?: number;
+  /** Most events held (buffered or in flight) before `push` waits. Default 4096. */
+  maxBufferedEvents?: number;
+  /** Clock for events pushed without `time` (tests). */
+  now?: () => string;
+}
+
+/** Defaults of {@link SessionWriterOptions}. */
+export const WRITER_DEFAULTS = {
+  maxBatchEvents: 256,
+  maxBatchBytes: 1024 * 1024,
+  maxDelayMs: 5,
+  maxBufferedEvents: 4096,
+} as const;
+
+function positiveInt(value: number | undefined, fallback: number, name: string, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new TidemarkError('INVALID', `SessionWriter: ${name} must be an integer ≥ ${min}`);
+  }
+  return value;
+}
+
+/**
+ * How many of the buffered events (from the head) form the next batch: at most `maxEvents`, and
+ * no more bytes than `maxBytes` unless the first event alone is larger. Pure, exported for tests.
+ */
+export function nextBatchSize(sizes: readonly number[], maxEvents: number, maxBytes: number): number {
+  let count = 0;
+  let bytes = 0;
+  for (const size of sizes) {
+    if (count >= maxEvents) break;
+    if (count > 0 && bytes + size > maxBytes) break;
+    count++;
+    bytes += size;
+  }
+  return count;
+}
+
+/**
+ * Buffers events for one session and appends them in batches (group commit by count, bytes and a
+ * short delay). Only one append is in flight at a time, so batches land in seq order.
+ *
+ * Failure model: when an append rejects, the batch stays at the head of the buffer and the
+ * writer enters a failed state: `push` rejects with that error and nothing is written in the
+ * background until {@link SessionWriter.flush} is called, which retries the very same batch first.
+ * Because the retry is identical (same seqs, deep-equal events), an append that committed but
+ * whose answer was lost succeeds idempotently, without duplicates.
+ */
+export class SessionWriter {
+  /** The session written to. */
+  readonly id: string;
+  private readonly store: SessionStore;
+  private readonly maxBatchEvents: number;
+  private readonly maxBatchBytes: number;
+  private readonly maxDelayMs: number;
+  private readonly maxBufferedEvents: number;
+  private readonly limits: EventLimits;
+  private readonly now: () => string;
+
+  /** Accepted events not yet acknowledged by the store, in seq order (head may be in flight). */
+  private readonly buffer: PreparedEvent[] = [];
+  private bufferBytes = 0;
+  private assigned: number;
+  private durable: number;
+  /** Size of a batch whose append failed: the retry must resend exactly it. */
+  private retrySize: number | undefined;
+  private failure: TidemarkError | undefined;
+  /** Flush everything up to (excluding) this seq regardless of thresholds. */
+  private flushTarget: number;
+  private running: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly spaceWaiters: { resolve: () => void; reject: (e: TidemarkError) => void }[] = [];
+  private closed = false;
+  private appendCount = 0;
+
+  constructor(store: SessionStore, id: string, options: SessionWriterOptions = {}) {
+    assertValidId(id);
+    this.store = store;
+    this.id = id;
+    const nextSeq = options.nextSeq ?? 0;
+    if (!Number.isSafeInteger(nextSeq) || nextSeq < 0) {
+      throw new TidemarkError('INVALID', 'SessionWriter: nextSeq must be a non-negative integer');
+    }
+    this.assigned = nextSeq;
+    this.durable = nextSeq;
+    this.flushTarget = nextSeq;
+    this.maxBatchEvents = positiveInt(options.maxBatchEvents, WRITER_DEFAULTS.maxBatchEvents, 'maxBatchEvents');
+    this.maxBatchBytes = positiveInt(options.maxBatchBytes, WRITER_DEFAULTS.maxBatchBytes, 'maxBatchBytes');
+    this.maxDelayMs = positiveInt(options.maxDelayMs, WRITER_DEFAULTS.maxDelayMs, 'maxDelayMs', 0);
+    this.maxBufferedEvents = positiveInt(options.maxBufferedEvents, WRITER_DEFAULTS.maxBufferedEvents, 'maxBufferedEvents');
+    this.limits = {
+      ...(options.maxDepth !== undefined && { maxDepth: options.maxDepth }),
+      ...(options.maxEventBytes !== undefined && { maxEventBytes: options.maxEventBytes }),
+    };
+    this.now = options.now ?? nowIso;
+  }
+
+  /** The seq the next pushed event will get. */
+  get nextSeq(): number {
+    return this.assigned;
+  }
+
+  /** The store's next seq as far as this writer knows: every event below it is acknowledged. */
+  get durableSeq(): number {
+    return this.durable;
+  }
+
+  /** Events accepted but not yet acknowledged by the store. */
+  get pending(): number {
+    return this.buffer.length;
+  }
+
+  /** Number of `append` calls made so far (for tests and metrics). */
+  get appends(): number {
+    return this.appendCount;
+  }
+
+  /** The error of the last failed append, while the writer is in the failed state. */
+  get error(): TidemarkError | undefined {
+    return this.failure;
+  }
+
+  /**
+   * Accepts one event: validates it, assigns its seq and time, and buffers it. Resolves with the
+   * event as it will be stored once it is accepted (not yet durable: use {@link flush}). Waits
+   * while the buffer is full (backpressure). Rejects with INVALID for a bad event (no seq is used),
+   * CLOSED after close, or the pending append error while the writer is in the failed state.
+   */
+  async push<D extends JsonValue>(input: WriterEventInput<D>): Promise<SessionEvent<D>> {
+    this.assertUsable();
+    if (this.buffer.length >= this.maxBufferedEvents || this.spaceWaiters.length > 0) {
+      this.requestFlush();
+      await new Promise<void>((resolve, reject) => this.spaceWaiters.push({ resolve, reject }));
+      this.assertUsable();
+    }
+    if (typeof input !== 'object' || input === null) {
+      throw new TidemarkError('INVALID', 'push: an event must be an object { type, data, time? }', { sessionId: this.id });
+    }
+    const prepared = prepareEvent(
+      { seq: this.assigned, type: input.type, time: input.time ?? this.now(), data: input.data },
+      `push(seq ${this.assigned})`,
+      this.limits,
+    );
+    this.assigned++;
+    this.buffer.push(prepared);
+    this.bufferBytes += prepared.bytes;
+    this.schedule();
+    // A waiter behind us may fit too.
+    this.releaseSpace();
+    return prepared.event as SessionEvent<D>;
+  }
+
+  /**
+   * Resolves once every event pushed before this call is acknowledged by the store (durable
+   * under the store's durability). In the failed state it retries the failed batch first; on a
+   * new failure it rejects with that error and keeps the buffer for the next attempt.
+   */
+  async flush(): Promise<void> {
+    if (this.closed) throw errors.closed();
+    const target = this.assigned;
+    if (this.failure !== undefined) this.failure = undefined; // an explicit flush is the retry
+    if (target > this.flushTarget) this.flushTarget = target;
+    while (this.durable < target) {
+      if (this.failure !== undefined) throw this.failure;
+      await this.pump();
+    }
+  }
+
+  /**
+   * Drains the buffer and waits for quiescence (no append in flight, no timer). Afterwards every
+   * call rejects with CLOSED. When the drain fails the writer stays open, keeps its buffer and
+   * rejects with the error, so that nothing accepted is dropped; call `close()` again to retry.
+   * Does not close the store.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.flush();
+    while (this.running !== undefined) await this.running;
+    if (this.buffer.length > 0) {
+      // Pushes that raced with the drain: drain them too.
+      await this.close();
+      return;
+    }
+    this.clearTimer();
+    this.closed = true;
+    for (const waiter of this.spaceWaiters.splice(0)) waiter.reject(errors.closed());
+  }
+
+  private assertUsable(): void {
+    if (this.closed) throw errors.closed();
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  private requestFlush(): void {
+    if (this.assigned > this.flushTarget) this.flushTarget = this.assigned;
+    void this.pump();
+  }
+
+  private schedule(): void {
+    if (this.failure !== undefined) return;
+    if (this.buffer.length >= this.maxBatchEvents || this.bufferBytes >= this.maxBatchBytes || this.maxDelayMs === 0) {
+      this.requestFlush();
+      return;
+    }
+    if (this.timer === undefined && this.running === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.requestFlush();
+      }, this.maxDelayMs);
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private releaseSpace(): void {
+    while (this.spaceWaiters.length > 0 && this.buffer.length < this.maxBufferedEvents) {
+      // Each waiter takes one slot; it re-checks nothing, because we only release as many as fit.
+      const free = this.maxBufferedEvents - this.buffer.length;
+      const batch = this.spaceWaiters.splice(0, free);
+      for (const waiter of batch) waiter.resolve();
+      // Resolved waiters push on a later microtask; stop here and let them.
+      return;
+    }
+  }
+
+  private shouldWrite(): boolean {
+    if (this.failure !== undefined || this.buffer.length === 0) return false;
+    return (
+      this.durable < this.flushTarget ||
+      this.buffer.length >= this.maxBatchEvents ||
+      this.bufferBytes >= this.maxBatchBytes ||
+      this.spaceWaiters.length > 0
+    );
+  }
+
+  /** Runs the single append loop, or joins the one running. */
+  private pump(): Promise<void> {
+    if (this.running === undefined) {
+      this.clearTimer();
+      this.running = this.loop().finally(() => {
+        this.running = undefined;
+        if (this.failure === undefined && this.buffer.length > 0 && !this.closed) this.schedule();
+      });
+    }
+    return this.running;
+  }
+
+  private async loop(): Promise<void> {
+    while (this.shouldWrite()) {
+      const size =
+        this.retrySize ??
+        nextBatchSize(
+          this.buffer.map((item) => item.bytes),
+          this.maxBatchEvents,
+          this.maxBatchBytes,
+        );
+      const batch = this.buffer.slice(0, size);
+      const events = batch.map((item) => item.event);
+      this.appendCount++;
+      try {
+        await this.store.append(this.id, events);
+      } catch (error) {
+        this.retrySize = size;
+        this.failure = isTidemarkError(error) ? error : toIoError(error, `append to ${this.id}`, this.id);
+        for (const waiter of this.spaceWaiters.splice(0)) waiter.reject(this.failure);
+        return;
+      }
+      this.retrySize = undefined;
+      this.buffer.splice(0, size);
+      for (const item of batch) this.bufferBytes -= item.bytes;
+      this.durable = events[events.length - 1]!.seq + 1;
+      this.releaseSpace();
+    }
+  }
+}
+
+/** Creates a {@link SessionWriter}; same as `new SessionWriter(store, id, options)`. */
+export function createWriter(store: SessionStore, id: string, options?: SessionWriterOptions): SessionWriter {
+  return new SessionWriter(store, id, options);
+}

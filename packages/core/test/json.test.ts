@@ -1,0 +1,132 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  assertJsonValue,
+  cloneJson,
+  isJsonValue,
+  isTidemarkError,
+  type JsonValue,
+  jsonEqual,
+} from '../src/index.js';
+
+function rejection(value: unknown, path = 'data', maxDepth?: number): string {
+  try {
+    assertJsonValue(value, path, maxDepth === undefined ? {} : { maxDepth });
+  } catch (error) {
+    expect(isTidemarkError(error, 'INVALID')).toBe(true);
+    return (error as Error).message;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('assertJsonValue', () => {
+  it('accepts plain JSON, including prototype-named keys as ordinary data', () => {
+    const value = JSON.parse(
+      '{"a":[1,"x",null,true,{"b":-1.5}],"__proto__":{"polluted":true},"constructor":1,"prototype":2}',
+    );
+    expect(isJsonValue(value)).toBe(true);
+    expect(isJsonValue(Object.create(null))).toBe(true);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  it.each([
+    ['BigInt', { items: [1, 2n] }, 'data.items[1]: BigInt'],
+    ['undefined', { a: undefined }, 'data.a: undefined'],
+    ['NaN', [Number.NaN], 'data[0]: NaN'],
+    ['Infinity', { x: Number.POSITIVE_INFINITY }, 'data.x: Infinity'],
+    ['-Infinity', { x: Number.NEGATIVE_INFINITY }, 'data.x: -Infinity'],
+    ['-0', { x: -0 }, 'data.x: -0'],
+    ['function', { f: () => 1 }, 'data.f: function'],
+    ['symbol', { s: Symbol('s') }, 'data.s: symbol'],
+    ['Map', { m: new Map() }, 'data.m: Map'],
+    ['Set', { m: new Set() }, 'data.m: Set'],
+    ['Date', { d: new Date(0) }, 'data.d: Date'],
+    ['RegExp', { r: /x/ }, 'data.r: RegExp'],
+    ['typed array', { t: new Uint8Array(2) }, 'data.t: Uint8Array'],
+    ['class instance', { c: new (class Point {})() }, 'data.c: Point'],
+    ['odd key path', { 'a b': [0n] }, 'data["a b"][0]: BigInt'],
+  ])('rejects %s and names the path', (_name, value, expected) => {
+    expect(rejection(value)).toContain(expected);
+  });
+
+  it('rejects symbol keys, sparse arrays, extra array properties, accessors and hidden properties', () => {
+    expect(rejection({ [Symbol('k')]: 1 })).toContain('symbol key');
+    // biome-ignore lint/suspicious/noSparseArray: the point of the test.
+    expect(rejection([1, , 3])).toContain('data[1]: hole in sparse array');
+    const extra: unknown[] & { extra?: number } = [1];
+    extra.extra = 2;
+    expect(rejection(extra)).toContain('extra properties');
+    expect(
+      rejection({
+        get g() {
+          return 1;
+        },
+      }),
+    ).toContain('data.g: accessor');
+    expect(rejection(Object.defineProperty({}, 'h', { value: 1, enumerable: false }))).toContain(
+      'data.h: non-enumerable',
+    );
+  });
+
+  it('rejects circular references but accepts shared (acyclic) references', () => {
+    const loop: Record<string, unknown> = { a: {} };
+    (loop.a as Record<string, unknown>).back = loop;
+    expect(rejection(loop)).toContain('data.a.back: circular reference');
+    const shared = { n: 1 };
+    expect(isJsonValue({ x: shared, y: [shared, shared] })).toBe(true);
+  });
+
+  it('rejects nesting past the limit without overflowing the stack (100,000 deep)', () => {
+    let deep: unknown = 0;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(rejection(deep)).toContain('nested deeper than 256 levels');
+    let justRight: unknown = 0;
+    for (let i = 0; i < 256; i++) justRight = [justRight];
+    expect(isJsonValue(justRight)).toBe(true);
+    expect(isJsonValue([justRight])).toBe(false);
+    expect(rejection([[[1]]], 'data', 2)).toContain('nested deeper than 2 levels');
+  });
+
+  it('accepts exactly what survives a JSON round trip (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        expect(isJsonValue(value)).toBe(!containsNegativeZero(value));
+        if (isJsonValue(value)) expect(JSON.parse(JSON.stringify(value))).toStrictEqual(value);
+      }),
+    );
+  });
+});
+
+function containsNegativeZero(value: unknown): boolean {
+  if (Object.is(value, -0)) return true;
+  if (typeof value !== 'object' || value === null) return false;
+  return Object.values(value).some(containsNegativeZero);
+}
+
+describe('jsonEqual and cloneJson', () => {
+  it('compares structurally, ignoring key order', () => {
+    expect(jsonEqual({ a: 1, b: [1, { c: 'x' }] }, { b: [1, { c: 'x' }], a: 1 })).toBe(true);
+    expect(jsonEqual({ a: 1 }, { a: 1, b: null })).toBe(false);
+    expect(jsonEqual([1, 2], [2, 1])).toBe(false);
+    expect(jsonEqual({ a: [] }, { a: {} })).toBe(false);
+    expect(jsonEqual(null, {})).toBe(false);
+  });
+
+  it('agrees with a serialization comparison (property)', () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.jsonValue(), (a, b) => {
+        const x = cloneJson(a as JsonValue);
+        expect(jsonEqual(x, cloneJson(x))).toBe(true);
+        if (JSON.stringify(a) === JSON.stringify(b))
+          expect(jsonEqual(a as JsonValue, b as JsonValue)).toBe(true);
+      }),
+    );
+  });
+
+  it('keeps __proto__ as an own data key in copies', () => {
+    const copy = cloneJson(JSON.parse('{"__proto__":{"x":1}}') as JsonValue) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true);
+    expect((copy as { x?: number }).x).toBeUndefined();
+  });
+});
