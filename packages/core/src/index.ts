@@ -11,3 +11,5 @@ export * from './ids.js';
 export * from './json.js';
 export * from './session.js';
 export * from './store.js';
+export * from './writer.js';
+export * from './resume.js';

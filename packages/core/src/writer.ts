@@ -98,7 +98,12 @@ export class SessionWriter {
   private flushTarget: number;
   private running: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private readonly spaceWaiters: { resolve: () => void; reject: (e: TidemarkError) => void }[] = [];
+  /** Pushes waiting for space (backpressure), seqs already assigned, in seq order. */
+  private readonly waiting: {
+    item: PreparedEvent;
+    resolve: (event: SessionEvent) => void;
+    reject: (error: TidemarkError) => void;
+  }[] = [];
   private closed = false;
   private appendCount = 0;
 
@@ -113,10 +118,18 @@ export class SessionWriter {
     this.assigned = nextSeq;
     this.durable = nextSeq;
     this.flushTarget = nextSeq;
-    this.maxBatchEvents = positiveInt(options.maxBatchEvents, WRITER_DEFAULTS.maxBatchEvents, 'maxBatchEvents');
+    this.maxBatchEvents = positiveInt(
+      options.maxBatchEvents,
+      WRITER_DEFAULTS.maxBatchEvents,
+      'maxBatchEvents',
+    );
     this.maxBatchBytes = positiveInt(options.maxBatchBytes, WRITER_DEFAULTS.maxBatchBytes, 'maxBatchBytes');
     this.maxDelayMs = positiveInt(options.maxDelayMs, WRITER_DEFAULTS.maxDelayMs, 'maxDelayMs', 0);
-    this.maxBufferedEvents = positiveInt(options.maxBufferedEvents, WRITER_DEFAULTS.maxBufferedEvents, 'maxBufferedEvents');
+    this.maxBufferedEvents = positiveInt(
+      options.maxBufferedEvents,
+      WRITER_DEFAULTS.maxBufferedEvents,
+      'maxBufferedEvents',
+    );
     this.limits = {
       ...(options.maxDepth !== undefined && { maxDepth: options.maxDepth }),
       ...(options.maxEventBytes !== undefined && { maxEventBytes: options.maxEventBytes }),
@@ -134,9 +147,9 @@ export class SessionWriter {
     return this.durable;
   }
 
-  /** Events accepted but not yet acknowledged by the store. */
+  /** Events accepted (buffered or waiting for space) but not yet acknowledged by the store. */
   get pending(): number {
-    return this.buffer.length;
+    return this.buffer.length + this.waiting.length;
   }
 
   /** Number of `append` calls made so far (for tests and metrics). */
@@ -155,28 +168,35 @@ export class SessionWriter {
    * while the buffer is full (backpressure). Rejects with INVALID for a bad event (no seq is used),
    * CLOSED after close, or the pending append error while the writer is in the failed state.
    */
-  async push<D extends JsonValue>(input: WriterEventInput<D>): Promise<SessionEvent<D>> {
-    this.assertUsable();
-    if (this.buffer.length >= this.maxBufferedEvents || this.spaceWaiters.length > 0) {
-      this.requestFlush();
-      await new Promise<void>((resolve, reject) => this.spaceWaiters.push({ resolve, reject }));
+  push<D extends JsonValue>(input: WriterEventInput<D>): Promise<SessionEvent<D>> {
+    try {
       this.assertUsable();
+      if (typeof input !== 'object' || input === null) {
+        throw new TidemarkError('INVALID', 'push: an event must be an object { type, data, time? }', {
+          sessionId: this.id,
+        });
+      }
+      // The seq is assigned at call time, so events get seqs in the order push was called even
+      // when some of them wait for space.
+      const prepared = prepareEvent(
+        { seq: this.assigned, type: input.type, time: input.time ?? this.now(), data: input.data },
+        `push(seq ${this.assigned})`,
+        this.limits,
+      );
+      this.assigned++;
+      if (this.waiting.length === 0 && this.buffer.length < this.maxBufferedEvents) {
+        this.admit(prepared);
+        this.schedule();
+        return Promise.resolve(prepared.event as SessionEvent<D>);
+      }
+      const admitted = new Promise<SessionEvent<D>>((resolve, reject) => {
+        this.waiting.push({ item: prepared, resolve: resolve as (event: SessionEvent) => void, reject });
+      });
+      this.requestFlush();
+      return admitted;
+    } catch (error) {
+      return Promise.reject(error);
     }
-    if (typeof input !== 'object' || input === null) {
-      throw new TidemarkError('INVALID', 'push: an event must be an object { type, data, time? }', { sessionId: this.id });
-    }
-    const prepared = prepareEvent(
-      { seq: this.assigned, type: input.type, time: input.time ?? this.now(), data: input.data },
-      `push(seq ${this.assigned})`,
-      this.limits,
-    );
-    this.assigned++;
-    this.buffer.push(prepared);
-    this.bufferBytes += prepared.bytes;
-    this.schedule();
-    // A waiter behind us may fit too.
-    this.releaseSpace();
-    return prepared.event as SessionEvent<D>;
   }
 
   /**
@@ -205,14 +225,14 @@ export class SessionWriter {
     if (this.closed) return;
     await this.flush();
     while (this.running !== undefined) await this.running;
-    if (this.buffer.length > 0) {
+    if (this.buffer.length > 0 || this.waiting.length > 0) {
       // Pushes that raced with the drain: drain them too.
       await this.close();
       return;
     }
     this.clearTimer();
     this.closed = true;
-    for (const waiter of this.spaceWaiters.splice(0)) waiter.reject(errors.closed());
+    this.rejectWaiting(errors.closed());
   }
 
   private assertUsable(): void {
@@ -227,7 +247,11 @@ export class SessionWriter {
 
   private schedule(): void {
     if (this.failure !== undefined) return;
-    if (this.buffer.length >= this.maxBatchEvents || this.bufferBytes >= this.maxBatchBytes || this.maxDelayMs === 0) {
+    if (
+      this.buffer.length >= this.maxBatchEvents ||
+      this.bufferBytes >= this.maxBatchBytes ||
+      this.maxDelayMs === 0
+    ) {
       this.requestFlush();
       return;
     }
@@ -244,15 +268,28 @@ export class SessionWriter {
     this.timer = undefined;
   }
 
+  private admit(item: PreparedEvent): void {
+    this.buffer.push(item);
+    this.bufferBytes += item.bytes;
+  }
+
+  /** Moves waiting pushes into the buffer, oldest first, as far as space allows. */
   private releaseSpace(): void {
-    while (this.spaceWaiters.length > 0 && this.buffer.length < this.maxBufferedEvents) {
-      // Each waiter takes one slot; it re-checks nothing, because we only release as many as fit.
-      const free = this.maxBufferedEvents - this.buffer.length;
-      const batch = this.spaceWaiters.splice(0, free);
-      for (const waiter of batch) waiter.resolve();
-      // Resolved waiters push on a later microtask; stop here and let them.
-      return;
+    while (this.waiting.length > 0 && this.buffer.length < this.maxBufferedEvents) {
+      const waiter = this.waiting.shift()!;
+      this.admit(waiter.item);
+      waiter.resolve(waiter.item.event);
     }
+  }
+
+  /**
+   * Rejects every waiting push. Their seqs were the last assigned, so handing them back keeps the
+   * log contiguous for the pushes that come after the failure is cleared.
+   */
+  private rejectWaiting(error: TidemarkError): void {
+    const rejected = this.waiting.splice(0);
+    if (rejected.length > 0) this.assigned = rejected[0]!.item.event.seq;
+    for (const waiter of rejected) waiter.reject(error);
   }
 
   private shouldWrite(): boolean {
@@ -261,7 +298,7 @@ export class SessionWriter {
       this.durable < this.flushTarget ||
       this.buffer.length >= this.maxBatchEvents ||
       this.bufferBytes >= this.maxBatchBytes ||
-      this.spaceWaiters.length > 0
+      this.waiting.length > 0
     );
   }
 
@@ -294,7 +331,7 @@ export class SessionWriter {
       } catch (error) {
         this.retrySize = size;
         this.failure = isTidemarkError(error) ? error : toIoError(error, `append to ${this.id}`, this.id);
-        for (const waiter of this.spaceWaiters.splice(0)) waiter.reject(this.failure);
+        this.rejectWaiting(this.failure);
         return;
       }
       this.retrySize = undefined;

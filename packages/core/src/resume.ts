@@ -1,0 +1,173 @@
+// resume and fork (SPEC §8): continue a session where its durable log ends, or branch a new
+// session off a prefix of another. Both only use the public SessionStore contract.
+import { TidemarkError } from './errors.js';
+import type { SessionEvent } from './event.js';
+import type { JsonValue } from './json.js';
+import type {
+  LoadedSession,
+  RecoveryReport,
+  SessionMeta,
+  SessionStore,
+  SessionSummary,
+  TailPolicy,
+} from './store.js';
+import { SessionWriter, type SessionWriterOptions } from './writer.js';
+
+/** An event the closing hook asks to append; seq and time are filled in by the writer. */
+export interface ClosingEvent {
+  type: string;
+  data: JsonValue;
+}
+
+/** Options of {@link resume}. */
+export interface ResumeOptions {
+  /** What to do with an interrupted tail: `keep` (default) returns it, `cut` quarantines it. */
+  tail?: TailPolicy;
+  /**
+   * Called with the interrupted tail (the complete events after the last boundary) when the
+   * session was interrupted and the tail is kept. The events it returns are appended durably
+   * before `resume` resolves, e.g. an error `tool/result` for each unanswered `tool/call` and a
+   * `turn/end`, so that new work starts after a closed turn. Not called with `tail: 'cut'`.
+   */
+  closeInterruptedTurn?: (tail: SessionEvent[]) => readonly ClosingEvent[] | Promise<readonly ClosingEvent[]>;
+  /** Options of the returned writer (its `nextSeq` is set by resume). */
+  writer?: Omit<SessionWriterOptions, 'nextSeq'>;
+}
+
+/** The result of {@link resume}. */
+export interface ResumedSession {
+  meta: SessionMeta;
+  /** The summary as stored after resume (after any closing events). */
+  summary: SessionSummary;
+  /** Every event of the log, including closing events appended by the hook. */
+  history: SessionEvent[];
+  /** True when the session was interrupted when resume found it (before any closing events or cut). */
+  interrupted: boolean;
+  /** The events appended by `closeInterruptedTurn`, as stored. */
+  closingEvents: SessionEvent[];
+  /** What the load repaired or cut, when it did. */
+  recovered?: RecoveryReport;
+  /** A writer positioned at the next seq. */
+  writer: SessionWriter;
+}
+
+/**
+ * Loads a session with the chosen tail policy and returns its history with a writer positioned
+ * at the next seq. With `closeInterruptedTurn`, an interrupted turn is closed durably first.
+ *
+ * @throws TidemarkError from `load` (NOT_FOUND, CORRUPT, IO, ...) or from appending the closing
+ * events; in the latter case nothing of the closing events is acknowledged.
+ */
+export async function resume(
+  store: SessionStore,
+  id: string,
+  options: ResumeOptions = {},
+): Promise<ResumedSession> {
+  const loaded: LoadedSession = await store.load(id, { tail: options.tail ?? 'keep' });
+  const wasInterrupted = loaded.interrupted || (loaded.recovered?.cutEvents ?? 0) > 0;
+  const writer = new SessionWriter(store, id, { ...options.writer, nextSeq: loaded.events.length });
+  let history = loaded.events;
+  let summary = loaded.summary;
+  const closingEvents: SessionEvent[] = [];
+  if (loaded.interrupted && options.closeInterruptedTurn !== undefined) {
+    const tail = loaded.events.slice(loaded.committedSeq + 1);
+    const closing = await options.closeInterruptedTurn(tail.map((event) => structuredClone(event)));
+    if (!Array.isArray(closing)) {
+      throw new TidemarkError(
+        'INVALID',
+        'resume: closeInterruptedTurn must return an array of { type, data }',
+        {
+          sessionId: id,
+        },
+      );
+    }
+    if (closing.length > 0) {
+      const pushed = closing.map((event) => writer.push({ type: event.type, data: event.data }));
+      const accepted = await Promise.all(pushed);
+      await writer.flush();
+      closingEvents.push(...accepted);
+      // The summary changed with the append; reload it rather than guess the store's updatedAt.
+      const reloaded = await store.load(id);
+      history = reloaded.events;
+      summary = reloaded.summary;
+    }
+  }
+  const result: ResumedSession = {
+    meta: loaded.meta,
+    summary,
+    history,
+    interrupted: wasInterrupted,
+    closingEvents,
+    writer,
+  };
+  if (loaded.recovered !== undefined) result.recovered = loaded.recovered;
+  return result;
+}
+
+/** Options of {@link fork}. */
+export interface ForkOptions {
+  /** Id of the new session; generated when omitted. */
+  id?: string;
+  /** Working directory of the new session; the parent's when omitted. */
+  cwd?: string;
+  /** Events per append while copying. Default 512. */
+  copyBatchEvents?: number;
+  /** Options of the returned writer. */
+  writer?: Omit<SessionWriterOptions, 'nextSeq'>;
+}
+
+/** The result of {@link fork}. */
+export interface ForkedSession {
+  meta: SessionMeta;
+  /** The copied events 0..atSeq. */
+  history: SessionEvent[];
+  /** A writer positioned after the copied events. */
+  writer: SessionWriter;
+}
+
+/**
+ * Creates a new session whose meta names `parent: { id, seq: atSeq }` and which holds a copy of
+ * the parent's events 0..atSeq (time and data unchanged). The parent is not modified.
+ *
+ * @throws TidemarkError INVALID when `atSeq` is not an existing seq of the parent, NOT_FOUND when
+ * the parent does not exist, ALREADY_EXISTS when `options.id` is taken, IO/CORRUPT from storage.
+ */
+export async function fork(
+  store: SessionStore,
+  id: string,
+  atSeq: number,
+  options: ForkOptions = {},
+): Promise<ForkedSession> {
+  if (!Number.isSafeInteger(atSeq) || atSeq < 0) {
+    throw new TidemarkError('INVALID', `fork: atSeq must be a non-negative integer, got ${String(atSeq)}`, {
+      sessionId: id,
+    });
+  }
+  const chunk = options.copyBatchEvents ?? 512;
+  if (!Number.isSafeInteger(chunk) || chunk < 1)
+    throw new TidemarkError('INVALID', 'fork: copyBatchEvents must be ≥ 1');
+  const parent = await store.load(id);
+  if (atSeq >= parent.events.length) {
+    throw new TidemarkError(
+      'INVALID',
+      `fork: session ${id} has no seq ${atSeq} (it holds ${parent.events.length} events)`,
+      {
+        sessionId: id,
+      },
+    );
+  }
+  const cwd = options.cwd ?? parent.meta.cwd;
+  const meta = await store.create({
+    ...(options.id !== undefined && { id: options.id }),
+    ...(cwd !== undefined && { cwd }),
+    parent: { id, seq: atSeq },
+    ...(parent.summary.title !== undefined && { title: parent.summary.title }),
+    ...(parent.summary.tags !== undefined && { tags: parent.summary.tags }),
+  });
+  const history = parent.events.slice(0, atSeq + 1);
+  for (let from = 0; from < history.length; from += chunk) {
+    await store.append(meta.id, history.slice(from, from + chunk));
+  }
+  const writer = new SessionWriter(store, meta.id, { ...options.writer, nextSeq: history.length });
+  return { meta, history, writer };
+}
