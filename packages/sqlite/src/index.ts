@@ -1,0 +1,15 @@
+/**
+ * @packageDocumentation
+ * The SQLite backend of tidemark (better-sqlite3 12): one database file, WAL, `synchronous=FULL`
+ * by default, STRICT tables, `PRAGMA user_version` migrations, and a read-only `verify` for the CLI.
+ */
+export { isCorruptionCode, mapSqliteError, type SqliteErrorContext } from './errors.js';
+export {
+  quarantineAddress,
+  type SqliteProblem,
+  type SqliteProblemKind,
+  type SqliteVerifyReport,
+  verifySqliteStore,
+} from './recovery.js';
+export { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from './schema.js';
+export { openSqliteStore, READ_PAGE_SIZE, type SqliteStoreOptions } from './store.js';

@@ -1,0 +1,211 @@
+// Pure conversions between table rows and the contract's objects. Every check of what a row may
+// hold lives here, so a damaged or hostile row becomes CORRUPT with its location, never a crash
+// with an untyped error, and never a silently shortened history.
+import {
+  errors,
+  type JsonValue,
+  type PreparedEvent,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionSummary,
+} from '@tidemark/core';
+
+/** A row of the `sessions` table as better-sqlite3 returns it. */
+export interface SessionRow {
+  id: string;
+  format_version: number;
+  created_at: string;
+  updated_at: string;
+  cwd: string | null;
+  parent_id: string | null;
+  parent_seq: number | null;
+  event_count: number;
+  committed_seq: number;
+  interrupted: number;
+  title: string | null;
+  first_prompt: string | null;
+  tags: string | null;
+  attrs: string | null;
+}
+
+/** A row of `events` in raw (array) mode: `[seq, type, time, data]`. */
+export type EventRow = readonly unknown[];
+
+/** The `row` text of a CORRUPT location in `events`. */
+export function eventRowKey(sessionId: string, seq: number): string {
+  return `session_id=${sessionId} seq=${seq}`;
+}
+
+function corruptSession(file: string, id: string, what: string): never {
+  throw errors.corrupt(
+    `session ${id}: ${what} in table sessions of ${file}`,
+    { file, table: 'sessions', row: `id=${id}` },
+    id,
+  );
+}
+
+function parseColumn(file: string, id: string, column: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw errors.corrupt(
+      `session ${id}: column ${column} is not JSON in table sessions of ${file}`,
+      { file, table: 'sessions', row: `id=${id}` },
+      id,
+      error,
+    );
+  }
+}
+
+/**
+ * The summary stored in a `sessions` row.
+ * @throws TidemarkError CORRUPT when a column holds what no append or update writes.
+ */
+export function rowToSummary(row: SessionRow, file: string): SessionSummary {
+  const id = row.id;
+  if (typeof id !== 'string') corruptSession(file, String(id), 'id is not text');
+  if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string')
+    corruptSession(file, id, 'bad timestamps');
+  if (!Number.isSafeInteger(row.event_count) || row.event_count < 0)
+    corruptSession(file, id, 'bad event_count');
+  if (
+    !Number.isSafeInteger(row.committed_seq) ||
+    row.committed_seq < -1 ||
+    row.committed_seq >= row.event_count
+  ) {
+    corruptSession(file, id, 'committed_seq outside the log');
+  }
+  if (row.interrupted !== 0 && row.interrupted !== 1) corruptSession(file, id, 'bad interrupted flag');
+  const summary: SessionSummary = {
+    id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    eventCount: row.event_count,
+    committedSeq: row.committed_seq,
+    interrupted: row.interrupted === 1,
+  };
+  if (row.cwd !== null) summary.cwd = row.cwd;
+  const parent = parentOf(row, file);
+  if (parent !== undefined) summary.parent = parent;
+  if (row.title !== null) summary.title = row.title;
+  if (row.first_prompt !== null) summary.firstPrompt = row.first_prompt;
+  if (row.tags !== null) {
+    const tags = parseColumn(file, id, 'tags', row.tags);
+    if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string'))
+      corruptSession(file, id, 'tags is not a list of strings');
+    summary.tags = tags as string[];
+  }
+  if (row.attrs !== null) {
+    const attrs = parseColumn(file, id, 'attrs', row.attrs);
+    if (typeof attrs !== 'object' || attrs === null || Array.isArray(attrs))
+      corruptSession(file, id, 'attrs is not an object');
+    summary.attrs = attrs as { [key: string]: JsonValue };
+  }
+  return summary;
+}
+
+function parentOf(row: SessionRow, file: string): SessionMeta['parent'] {
+  if (row.parent_id === null && row.parent_seq === null) return undefined;
+  if (typeof row.parent_id !== 'string' || !Number.isSafeInteger(row.parent_seq)) {
+    corruptSession(file, row.id, 'half a parent reference');
+  }
+  return { id: row.parent_id, seq: row.parent_seq as number };
+}
+
+/** The immutable header stored in a `sessions` row. */
+export function rowToMeta(row: SessionRow, file: string): SessionMeta {
+  const meta: SessionMeta = { id: row.id, createdAt: row.created_at, formatVersion: row.format_version };
+  if (row.cwd !== null) meta.cwd = row.cwd;
+  const parent = parentOf(row, file);
+  if (parent !== undefined) meta.parent = parent;
+  return meta;
+}
+
+/** Named parameters of the summary columns, for INSERT and UPDATE. */
+export interface SummaryColumns {
+  updated_at: string;
+  event_count: number;
+  committed_seq: number;
+  interrupted: number;
+  title: string | null;
+  first_prompt: string | null;
+  tags: string | null;
+  attrs: string | null;
+}
+
+/** The columns that store a summary's mutable fields. */
+export function summaryColumns(summary: SessionSummary): SummaryColumns {
+  return {
+    updated_at: summary.updatedAt,
+    event_count: summary.eventCount,
+    committed_seq: summary.committedSeq,
+    interrupted: summary.interrupted ? 1 : 0,
+    title: summary.title ?? null,
+    first_prompt: summary.firstPrompt ?? null,
+    tags: summary.tags === undefined ? null : JSON.stringify(summary.tags),
+    attrs: summary.attrs === undefined ? null : JSON.stringify(summary.attrs),
+  };
+}
+
+/**
+ * Decodes a run of `events` rows that must hold seqs `firstSeq, firstSeq + 1, …` in order.
+ * @throws TidemarkError CORRUPT naming the row of a gap, a duplicate, a non-text column or
+ *   unparsable data. A shorter run than expected is the caller's to judge.
+ */
+export function decodeEventRows(
+  sessionId: string,
+  rows: readonly EventRow[],
+  firstSeq: number,
+  file: string,
+): SessionEvent[] {
+  const events: SessionEvent[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    const expected = firstSeq + i;
+    const seq = row[0];
+    if (seq !== expected) {
+      const found = typeof seq === 'number' ? `seq ${seq}` : `a non-integer seq`;
+      throw errors.corrupt(
+        `session ${sessionId}: seq ${expected} is missing from table events of ${file} (found ${found} next)`,
+        { file, table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
+        sessionId,
+      );
+    }
+    const type = row[1];
+    const time = row[2];
+    const data = row[3];
+    if (typeof type !== 'string' || typeof time !== 'string' || typeof data !== 'string') {
+      throw errors.corrupt(
+        `session ${sessionId}: event ${expected} has a non-text column in table events of ${file}`,
+        { file, table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
+        sessionId,
+      );
+    }
+    let value: JsonValue;
+    try {
+      value = JSON.parse(data) as JsonValue;
+    } catch (error) {
+      throw errors.corrupt(
+        `session ${sessionId}: event ${expected} has unparsable data in table events of ${file}`,
+        { file, table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
+        sessionId,
+        error,
+      );
+    }
+    events[i] = { seq: expected, type, time, data: value };
+  }
+  return events;
+}
+
+/**
+ * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made
+ * (saving a second `JSON.stringify` of a possibly large payload). Falls back to stringifying when
+ * the serialization is not laid out as expected.
+ */
+export function dataJsonOf(prepared: PreparedEvent): string {
+  const { seq, type, time, data } = prepared.event;
+  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
+  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
+    return prepared.json.slice(head.length, -1);
+  return JSON.stringify(data);
+}

@@ -1,0 +1,134 @@
+// The database schema and its migrations. Versions are kept in `PRAGMA user_version`; every
+// migration runs inside one BEGIN IMMEDIATE transaction that re-reads the version first, so two
+// processes opening a fresh file at once migrate it exactly once, and a crash mid-migration leaves
+// the previous version intact.
+import { errors, TidemarkError } from '@tidemark/core';
+import type Database from 'better-sqlite3';
+
+/** Schema version this code writes and understands (`PRAGMA user_version`). */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+/** `PRAGMA application_id` of tidemark databases ("TDMK"), so a foreign database is never migrated. */
+export const SQLITE_APPLICATION_ID = 0x54444d4b;
+
+/**
+ * DDL of each version step: `MIGRATIONS[n]` takes a database from version n to n + 1.
+ *
+ * - `sessions` holds meta and summary columns only, so `list` never touches event rows
+ *   (langchain-ai/deepagents #4005: listing 1,505 threads took 59.6 s when metadata shared rows
+ *   with state blobs, 0.04 s with an index). The list indexes match its ORDER BY exactly.
+ * - `events` is keyed by (session_id, seq): a second writer of the same seq collides on the key.
+ * - `quarantine` keeps rows that a repair or `tail: 'cut'` took out of a log; it has no foreign
+ *   key, so quarantined rows outlive the session.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE sessions (
+    id             TEXT    NOT NULL PRIMARY KEY,
+    format_version INTEGER NOT NULL,
+    created_at     TEXT    NOT NULL,
+    updated_at     TEXT    NOT NULL,
+    cwd            TEXT,
+    parent_id      TEXT,
+    parent_seq     INTEGER,
+    event_count    INTEGER NOT NULL CHECK (event_count >= 0),
+    committed_seq  INTEGER NOT NULL CHECK (committed_seq >= -1),
+    interrupted    INTEGER NOT NULL CHECK (interrupted IN (0, 1)),
+    title          TEXT,
+    first_prompt   TEXT,
+    tags           TEXT,
+    attrs          TEXT
+  ) STRICT;
+  CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, id ASC);
+  CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id ASC);
+  CREATE TABLE events (
+    session_id TEXT    NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL CHECK (seq >= 0),
+    type       TEXT    NOT NULL,
+    time       TEXT    NOT NULL,
+    data       TEXT    NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) STRICT;
+  CREATE TABLE quarantine (
+    id             INTEGER PRIMARY KEY,
+    session_id     TEXT    NOT NULL,
+    seq            INTEGER,
+    type           TEXT,
+    time           TEXT,
+    data           TEXT,
+    reason         TEXT    NOT NULL,
+    quarantined_at TEXT    NOT NULL
+  ) STRICT;
+  CREATE INDEX quarantine_by_session ON quarantine (session_id, seq);
+  `,
+];
+
+/** What {@link planMigration} decided for a database's version header. */
+export type MigrationPlan =
+  | { kind: 'current' }
+  | { kind: 'migrate'; from: number; to: number }
+  | { kind: 'newer'; found: number }
+  | { kind: 'foreign'; applicationId: number };
+
+/**
+ * Decides what to do with a database from its `user_version` and `application_id` (pure).
+ * A fresh file has both at 0. A database stamped with another application's id is refused rather
+ * than written into.
+ */
+export function planMigration(
+  userVersion: number,
+  applicationId: number,
+  known = SQLITE_SCHEMA_VERSION,
+): MigrationPlan {
+  if (applicationId !== 0 && applicationId !== SQLITE_APPLICATION_ID)
+    return { kind: 'foreign', applicationId };
+  if (userVersion > known) return { kind: 'newer', found: userVersion };
+  if (userVersion === known && applicationId === SQLITE_APPLICATION_ID) return { kind: 'current' };
+  return { kind: 'migrate', from: userVersion, to: known };
+}
+
+function headerOf(db: Database.Database): { userVersion: number; applicationId: number } {
+  return {
+    userVersion: db.pragma('user_version', { simple: true }) as number,
+    applicationId: db.pragma('application_id', { simple: true }) as number,
+  };
+}
+
+function refuse(plan: MigrationPlan, file: string): never {
+  if (plan.kind === 'newer') throw errors.unsupportedFormat(plan.found, SQLITE_SCHEMA_VERSION);
+  if (plan.kind === 'foreign') {
+    throw new TidemarkError(
+      'UNSUPPORTED_FORMAT',
+      `${file} belongs to another application (application_id ${plan.applicationId}); tidemark will not write into it`,
+    );
+  }
+  throw new Error(`unreachable: ${plan.kind}`);
+}
+
+/**
+ * Brings the database up to {@link SQLITE_SCHEMA_VERSION}. Idempotent; safe against concurrent
+ * openers. Throws UNSUPPORTED_FORMAT for a newer or foreign database, and lets driver errors
+ * through for the caller to map.
+ */
+export function migrate(db: Database.Database, file: string): void {
+  const first = planMigration(headerOf(db).userVersion, headerOf(db).applicationId);
+  if (first.kind === 'current') return;
+  if (first.kind !== 'migrate') refuse(first, file);
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    // Another process may have migrated between the first look and our write lock.
+    const header = headerOf(db);
+    const plan = planMigration(header.userVersion, header.applicationId);
+    if (plan.kind === 'migrate') {
+      for (let version = plan.from; version < plan.to; version++) db.exec(MIGRATIONS[version]!);
+      db.pragma(`user_version = ${plan.to}`);
+      db.pragma(`application_id = ${SQLITE_APPLICATION_ID}`);
+    } else if (plan.kind !== 'current') {
+      refuse(plan, file);
+    }
+    db.exec('COMMIT');
+  } catch (error) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}

@@ -1,0 +1,589 @@
+// The SQLite backend: every operation is one short synchronous transaction on one better-sqlite3
+// connection, run inside an async method (see README: "Sync driver, async store"). Nothing awaits
+// inside a transaction, so two calls of one instance never interleave; other instances and
+// processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
+import { closeSync, constants, lstatSync, mkdirSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
+import {
+  type AppendResult,
+  applyPatch,
+  assertSameEvents,
+  assertValidId,
+  type BoundaryPredicate,
+  boundaryPredicate,
+  type CreateInit,
+  commitStateOf,
+  emptySummary,
+  encodeCursor,
+  errors,
+  generateId,
+  isENOENT,
+  type ListProblem,
+  type ListQuery,
+  type LoadedSession,
+  type LoadOptions,
+  nextUpdatedAt,
+  nowIso,
+  planAppend,
+  prepareBatch,
+  type ReadRange,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionPage,
+  type SessionStore,
+  type SessionSummary,
+  type StoreOptions,
+  type SummaryPatch,
+  summaryAfterAppend,
+  TidemarkError,
+  toIoError,
+  validateCreate,
+  validateListQuery,
+  validateLoadOptions,
+  validatePatch,
+  validateRange,
+} from '@tidemark/core';
+import Database from 'better-sqlite3';
+import { isUniqueViolation, mapSqliteError, type SqliteErrorContext, sqliteCodeOf } from './errors.js';
+import { cutTail } from './recovery.js';
+import {
+  dataJsonOf,
+  decodeEventRows,
+  type EventRow,
+  rowToMeta,
+  rowToSummary,
+  type SessionRow,
+  summaryColumns,
+} from './rows.js';
+import { migrate, SQLITE_SCHEMA_VERSION } from './schema.js';
+
+/** Options of {@link openSqliteStore}. */
+export interface SqliteStoreOptions extends StoreOptions {
+  /** The database file; created (0600, parent directories 0700) when missing. */
+  path: string;
+  /**
+   * How long a call waits for another connection's write lock before failing with a retryable IO
+   * error (`SQLITE_BUSY`). Default 5000 ms.
+   */
+  busyTimeoutMs?: number;
+  /**
+   * Caps the database at this many pages (`PRAGMA max_page_count`, per connection). Writes past it
+   * fail with a retryable IO error `SQLITE_FULL` and store nothing. Unlimited when omitted.
+   */
+  maxPageCount?: number;
+}
+
+/** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
+export const READ_PAGE_SIZE = 1000;
+
+interface Pending {
+  meta: Omit<SessionMeta, 'formatVersion'>;
+  patch: SummaryPatch;
+}
+
+const SUMMARY_SELECT = `SELECT id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,
+  committed_seq, interrupted, title, first_prompt, tags, attrs FROM sessions`;
+
+/** Prepared once per connection: preparing is a large share of a short statement's cost. */
+function prepareStatements(db: Database.Database) {
+  const listOrder = 'ORDER BY updated_at DESC, id ASC LIMIT @limit';
+  // `updated_at <= @u` alone lets SQLite range-scan the index; the OR finishes the keyset test.
+  const afterCursor = '(updated_at <= @updatedAt AND (updated_at < @updatedAt OR id > @id))';
+  return {
+    begin: db.prepare('BEGIN'),
+    beginImmediate: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
+    hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
+    maxSeq: db.prepare<[string], number | null>('SELECT max(seq) FROM events WHERE session_id = ?').pluck(),
+    insertSession: db.prepare(
+      `INSERT INTO sessions (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,
+        committed_seq, interrupted, title, first_prompt, tags, attrs)
+       VALUES (@id, @format_version, @created_at, @updated_at, @cwd, @parent_id, @parent_seq, @event_count,
+        @committed_seq, @interrupted, @title, @first_prompt, @tags, @attrs)`,
+    ),
+    updateSummary: db.prepare(
+      `UPDATE sessions SET updated_at = @updated_at, event_count = @event_count, committed_seq = @committed_seq,
+        interrupted = @interrupted, title = @title, first_prompt = @first_prompt, tags = @tags, attrs = @attrs
+       WHERE id = @id`,
+    ),
+    insertEvent: db.prepare<[string, number, string, string, string]>(
+      'INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)',
+    ),
+    eventRange: db
+      .prepare<[string, number, number]>(
+        'SELECT seq, type, time, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq',
+      )
+      .raw(),
+    allEvents: db
+      .prepare<[string]>('SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq')
+      .raw(),
+    deleteEvents: db.prepare<[string]>('DELETE FROM events WHERE session_id = ?'),
+    deleteSession: db.prepare<[string]>('DELETE FROM sessions WHERE id = ?'),
+    listAll: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_updated ${listOrder}`),
+    listAllAfter: db.prepare(
+      `${SUMMARY_SELECT} INDEXED BY sessions_by_updated WHERE ${afterCursor} ${listOrder}`,
+    ),
+    listCwd: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd ${listOrder}`),
+    listCwdAfter: db.prepare(
+      `${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd AND ${afterCursor} ${listOrder}`,
+    ),
+  };
+}
+
+type Statements = ReturnType<typeof prepareStatements>;
+
+class SqliteStore implements SessionStore {
+  private readonly pending = new Map<string, Pending>();
+  private readonly isBoundary: BoundaryPredicate;
+  private readonly stmts: Statements;
+  private closed = false;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly file: string,
+    private readonly options: SqliteStoreOptions,
+  ) {
+    this.isBoundary = boundaryPredicate(options.boundaryTypes);
+    this.stmts = prepareStatements(db);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw errors.closed();
+  }
+
+  private context(what: string, sessionId?: string, table?: string): SqliteErrorContext {
+    const context: SqliteErrorContext = { file: this.file, what };
+    if (sessionId !== undefined) {
+      context.sessionId = sessionId;
+      context.row = table === 'events' ? `session_id=${sessionId}` : `id=${sessionId}`;
+    }
+    if (table !== undefined) context.table = table;
+    return context;
+  }
+
+  /**
+   * Runs `work` in one transaction. On any error the transaction is rolled back if SQLite has not
+   * already done so itself (it does after some FULL, IOERR and BUSY failures), then the error is
+   * mapped. Nothing in `work` may await.
+   */
+  private transaction<T>(mode: 'read' | 'write', context: SqliteErrorContext, work: () => T): T {
+    this.assertOpen();
+    try {
+      // A failed ROLLBACK earlier may have left a transaction open; never nest into it.
+      if (this.db.inTransaction) this.stmts.rollback.run();
+      (mode === 'write' ? this.stmts.beginImmediate : this.stmts.begin).run();
+    } catch (error) {
+      throw mapSqliteError(error, context);
+    }
+    try {
+      const result = work();
+      this.stmts.commit.run();
+      return result;
+    } catch (error) {
+      if (this.db.inTransaction) {
+        try {
+          this.stmts.rollback.run();
+        } catch {
+          // The original error says more; the next transaction retries the rollback.
+        }
+      }
+      throw mapSqliteError(error, context);
+    }
+  }
+
+  /** Runs one statement outside a transaction, mapping its errors. */
+  private run<T>(context: SqliteErrorContext, work: () => T): T {
+    this.assertOpen();
+    try {
+      return work();
+    } catch (error) {
+      throw mapSqliteError(error, context);
+    }
+  }
+
+  async create(init?: CreateInit): Promise<SessionMeta> {
+    this.assertOpen();
+    const { meta, patch } = validateCreate(init, generateId);
+    const exists = this.run(this.context(`creating session ${meta.id}`, meta.id, 'sessions'), () =>
+      this.stmts.hasSession.get(meta.id),
+    );
+    if (exists !== undefined || this.pending.has(meta.id)) throw errors.alreadyExists(meta.id);
+    this.pending.set(meta.id, { meta, patch });
+    return { ...structuredClone(meta), formatVersion: SQLITE_SCHEMA_VERSION };
+  }
+
+  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
+    this.assertOpen();
+    assertValidId(id);
+    const batch = prepareBatch(events, this.options, id);
+    const context = this.context(`appending to session ${id}`, id, 'events');
+    let result: AppendResult;
+    try {
+      result = this.transaction('write', context, () => {
+        const row = this.stmts.getSession.get(id);
+        const pending = this.pending.get(id);
+        if (row === undefined && pending === undefined) throw errors.notFound(id);
+        let nextSeq = 0;
+        let summary: SessionSummary | undefined;
+        if (row !== undefined) {
+          summary = rowToSummary(row, this.file);
+          nextSeq = (this.stmts.maxSeq.get(id) ?? -1) + 1;
+          if (nextSeq !== summary.eventCount) {
+            throw errors.corrupt(
+              `session ${id}: the summary counts ${summary.eventCount} events but the log ends at seq ${nextSeq - 1} in ${this.file}`,
+              { file: this.file, table: 'sessions', row: `id=${id}` },
+              id,
+            );
+          }
+        }
+        const plan = planAppend(id, nextSeq, batch);
+        if (plan.kind === 'compare') {
+          const stored = decodeEventRows(
+            id,
+            this.stmts.eventRange.all(id, plan.fromSeq, plan.toSeq) as EventRow[],
+            plan.fromSeq,
+            this.file,
+          );
+          assertSameEvents(id, stored, batch);
+          return { nextSeq };
+        }
+        const now = nowIso();
+        const appended = batch.map((item) => item.event);
+        if (summary === undefined) {
+          const { meta, patch } = pending!;
+          const next = summaryAfterAppend(
+            applyPatch(emptySummary(meta), patch, now),
+            appended,
+            this.isBoundary,
+            now,
+          );
+          this.stmts.insertSession.run({
+            id,
+            format_version: SQLITE_SCHEMA_VERSION,
+            created_at: meta.createdAt,
+            cwd: meta.cwd ?? null,
+            parent_id: meta.parent?.id ?? null,
+            parent_seq: meta.parent?.seq ?? null,
+            ...summaryColumns(next),
+          });
+        } else {
+          const next = summaryAfterAppend(
+            summary,
+            appended,
+            this.isBoundary,
+            nextUpdatedAt(summary.updatedAt, now),
+          );
+          this.stmts.updateSummary.run({ id, ...summaryColumns(next) });
+        }
+        for (const item of batch) {
+          this.stmts.insertEvent.run(id, item.event.seq, item.event.type, item.event.time, dataJsonOf(item));
+        }
+        return { nextSeq: nextSeq + batch.length };
+      });
+    } catch (error) {
+      // BEGIN IMMEDIATE serializes writers, so a key collision means a writer that bypassed the
+      // lock protocol stored the same seq first; the transaction was rolled back whole.
+      const cause = error instanceof TidemarkError ? error.cause : error;
+      if (isUniqueViolation(sqliteCodeOf(cause))) {
+        throw new TidemarkError('CONFLICT', `session ${id}: another writer stored these seqs first`, {
+          sessionId: id,
+          cause,
+        });
+      }
+      throw error;
+    }
+    // Materialized now, by this instance or another: the reservation is moot either way.
+    this.pending.delete(id);
+    return result;
+  }
+
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
+    this.assertOpen();
+    assertValidId(id);
+    const tail = validateLoadOptions(options);
+    const context = this.context(`loading session ${id}`, id, 'events');
+    return this.transaction(tail === 'cut' ? 'write' : 'read', context, () => {
+      const row = this.stmts.getSession.get(id);
+      if (row === undefined) throw errors.notFound(id);
+      let summary = rowToSummary(row, this.file);
+      const meta = rowToMeta(row, this.file);
+      if (meta.formatVersion > SQLITE_SCHEMA_VERSION)
+        throw errors.unsupportedFormat(meta.formatVersion, SQLITE_SCHEMA_VERSION, id);
+      let events = decodeEventRows(id, this.stmts.allEvents.all(id) as EventRow[], 0, this.file);
+      if (events.length !== summary.eventCount) {
+        throw errors.corrupt(
+          `session ${id}: the summary counts ${summary.eventCount} events but the log holds ${events.length} in ${this.file}`,
+          {
+            file: this.file,
+            table: 'events',
+            row: `session_id=${id}`,
+            seq: Math.min(events.length, summary.eventCount),
+          },
+          id,
+        );
+      }
+      let state = commitStateOf(events, this.isBoundary);
+      let recovered: LoadedSession['recovered'];
+      if (tail === 'cut' && state.interrupted) {
+        const cut = cutTail(this.db, this.file, id, state.committedSeq, nowIso());
+        events = events.slice(0, state.committedSeq + 1);
+        state = commitStateOf(events, this.isBoundary);
+        summary = {
+          ...summary,
+          eventCount: events.length,
+          committedSeq: state.committedSeq,
+          interrupted: state.interrupted,
+        };
+        this.stmts.updateSummary.run({ id, ...summaryColumns(summary) });
+        recovered = { cutEvents: cut.cutEvents, quarantinedAt: cut.quarantinedAt };
+      }
+      const loaded: LoadedSession = {
+        meta,
+        summary,
+        events,
+        committedSeq: state.committedSeq,
+        interrupted: state.interrupted,
+      };
+      if (recovered !== undefined) loaded.recovered = recovered;
+      return loaded;
+    });
+  }
+
+  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        self.assertOpen();
+        assertValidId(id);
+        const { fromSeq, toSeq } = validateRange(range);
+        const context = self.context(`reading session ${id}`, id, 'events');
+        const row = self.run(context, () => self.stmts.getSession.get(id));
+        if (row === undefined) throw errors.notFound(id);
+        let end = Math.min(toSeq, rowToSummary(row, self.file).eventCount - 1);
+        let next = fromSeq;
+        // Paged by seq: each page is one short query, so no statement stays open across a yield
+        // (an open iterator would hold the connection busy for every other call).
+        while (next <= end) {
+          const last = Math.min(end, next + READ_PAGE_SIZE - 1);
+          const rows = self.run(context, () => self.stmts.eventRange.all(id, next, last) as EventRow[]);
+          const page = decodeEventRows(id, rows, next, self.file);
+          if (page.length < last - next + 1) {
+            // Short page: either the log shrank meanwhile (delete, tail cut) or rows are missing.
+            const now = self.run(context, () => self.stmts.getSession.get(id));
+            if (now === undefined) throw errors.notFound(id);
+            const count = rowToSummary(now, self.file).eventCount;
+            if (count > next + page.length) {
+              const missing = next + page.length;
+              throw errors.corrupt(
+                `session ${id}: seq ${missing} is missing from table events of ${self.file}`,
+                { file: self.file, table: 'events', row: `session_id=${id} seq=${missing}`, seq: missing },
+                id,
+              );
+            }
+            end = next + page.length - 1;
+          }
+          for (const event of page) yield event;
+          next += page.length;
+          if (page.length === 0) break;
+        }
+      },
+    };
+  }
+
+  async list(query?: ListQuery): Promise<SessionPage> {
+    this.assertOpen();
+    const q = validateListQuery(query);
+    const params: Record<string, string | number> = { limit: q.limit + 1 };
+    if (q.cwd !== undefined) params.cwd = q.cwd;
+    if (q.cursor !== undefined) {
+      params.updatedAt = q.cursor.updatedAt;
+      params.id = q.cursor.id;
+    }
+    const statement =
+      q.cwd === undefined
+        ? q.cursor === undefined
+          ? this.stmts.listAll
+          : this.stmts.listAllAfter
+        : q.cursor === undefined
+          ? this.stmts.listCwd
+          : this.stmts.listCwdAfter;
+    const rows = this.run(
+      this.context('listing sessions', undefined, 'sessions'),
+      () => statement.all(params) as SessionRow[],
+    );
+    const sessions: SessionSummary[] = [];
+    const problems: ListProblem[] = [];
+    for (const row of rows.slice(0, q.limit)) {
+      try {
+        sessions.push(rowToSummary(row, this.file));
+      } catch (error) {
+        problems.push({
+          id: String(row.id),
+          error: mapSqliteError(error, this.context('listing sessions', String(row.id))),
+        });
+      }
+    }
+    const page: SessionPage = { sessions, problems };
+    if (rows.length > q.limit) {
+      const last = rows[q.limit - 1]!;
+      page.nextCursor = encodeCursor({ updatedAt: String(last.updated_at), id: String(last.id) });
+    }
+    return page;
+  }
+
+  async has(id: string): Promise<boolean> {
+    this.assertOpen();
+    assertValidId(id);
+    return (
+      this.run(this.context(`looking up session ${id}`, id, 'sessions'), () =>
+        this.stmts.hasSession.get(id),
+      ) !== undefined
+    );
+  }
+
+  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
+    this.assertOpen();
+    assertValidId(id);
+    const valid = validatePatch(patch);
+    const stored = this.transaction('write', this.context(`updating session ${id}`, id, 'sessions'), () => {
+      const row = this.stmts.getSession.get(id);
+      if (row === undefined) return undefined;
+      const current = rowToSummary(row, this.file);
+      const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
+      this.stmts.updateSummary.run({ id, ...summaryColumns(next) });
+      return next;
+    });
+    if (stored !== undefined) return stored;
+    const pending = this.pending.get(id);
+    if (pending === undefined) throw errors.notFound(id);
+    const merged = { ...pending.patch, ...valid };
+    const summary = applyPatch(emptySummary(pending.meta), merged, pending.meta.createdAt);
+    pending.patch = merged;
+    return summary;
+  }
+
+  async delete(id: string): Promise<void> {
+    this.assertOpen();
+    assertValidId(id);
+    const existed = this.transaction('write', this.context(`deleting session ${id}`, id, 'sessions'), () => {
+      // Events first, in the same transaction: no reader ever sees a header without its log.
+      this.stmts.deleteEvents.run(id);
+      return this.stmts.deleteSession.run(id).changes > 0;
+    });
+    const wasPending = this.pending.delete(id);
+    if (!existed && !wasPending) throw errors.notFound(id);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.pending.clear();
+    try {
+      // Closing the last connection checkpoints the WAL into the database file and syncs it,
+      // which also ends the loss window of `durability: 'relaxed'`.
+      this.db.close();
+    } catch (error) {
+      throw mapSqliteError(error, this.context('closing the database'));
+    }
+  }
+}
+
+function validateOptions(options: unknown): SqliteStoreOptions {
+  if (typeof options !== 'object' || options === null)
+    throw errors.invalid('openSqliteStore: options must be an object');
+  const o = options as SqliteStoreOptions;
+  if (typeof o.path !== 'string' || o.path === '')
+    throw errors.invalid('openSqliteStore: path must be a non-empty string');
+  if (o.durability !== undefined && o.durability !== 'strict' && o.durability !== 'relaxed') {
+    throw errors.invalid(`openSqliteStore: durability must be 'strict' or 'relaxed'`);
+  }
+  if (
+    o.busyTimeoutMs !== undefined &&
+    (!Number.isSafeInteger(o.busyTimeoutMs) || o.busyTimeoutMs < 0 || o.busyTimeoutMs > 0x7fffffff)
+  ) {
+    throw errors.invalid('openSqliteStore: busyTimeoutMs must be a non-negative integer');
+  }
+  if (o.maxPageCount !== undefined && (!Number.isSafeInteger(o.maxPageCount) || o.maxPageCount < 1)) {
+    throw errors.invalid('openSqliteStore: maxPageCount must be a positive integer');
+  }
+  if (
+    o.boundaryTypes !== undefined &&
+    (!Array.isArray(o.boundaryTypes) || !o.boundaryTypes.every((t) => typeof t === 'string'))
+  ) {
+    throw errors.invalid('openSqliteStore: boundaryTypes must be an array of strings');
+  }
+  return o;
+}
+
+/**
+ * Creates the database file 0600 (and its directory 0700) when it is missing, and refuses a
+ * symbolic link at the path: writes never follow a planted link (SPEC §5). An existing file is
+ * left to SQLite, so a path under a regular file fails as SQLITE_CANTOPEN.
+ */
+function prepareFile(file: string): void {
+  let kind: 'absent' | 'link' | 'other';
+  try {
+    kind = lstatSync(file).isSymbolicLink() ? 'link' : 'other';
+  } catch (error) {
+    kind = isENOENT(error) ? 'absent' : 'other';
+  }
+  if (kind === 'link') {
+    throw new TidemarkError(
+      'IO',
+      `opening ${file}: the path is a symbolic link, which tidemark does not follow`,
+      {
+        errno: 'ELOOP',
+      },
+    );
+  }
+  if (kind !== 'absent') return;
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    closeSync(
+      openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600),
+    );
+  } catch (error) {
+    // Another opener created it between our look and our create: that is fine.
+    if ((error as { code?: unknown }).code === 'EEXIST') return;
+    throw toIoError(error, `creating ${file}`);
+  }
+}
+
+/**
+ * Opens (creating if needed) a SQLite session store: WAL, `synchronous=FULL` (`NORMAL` when
+ * `durability: 'relaxed'`), `foreign_keys=ON`, STRICT tables, schema migrated to
+ * {@link SQLITE_SCHEMA_VERSION}.
+ *
+ * Rejects with a typed error when the database cannot be opened or read: IO (`SQLITE_CANTOPEN`,
+ * `SQLITE_BUSY`, …), CORRUPT (`SQLITE_NOTADB`, `SQLITE_CORRUPT`) or UNSUPPORTED_FORMAT (a newer
+ * schema). An unreadable database is never presented as an empty one.
+ */
+export async function openSqliteStore(options: SqliteStoreOptions): Promise<SessionStore> {
+  const o = validateOptions(options);
+  const file = o.path;
+  const memory = file === ':memory:';
+  if (!memory) prepareFile(file);
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { timeout: o.busyTimeoutMs ?? 5000 });
+    if (!memory) {
+      const mode = db.pragma('journal_mode = WAL', { simple: true });
+      if (mode !== 'wal')
+        throw new TidemarkError('IO', `opening ${file}: SQLite refused WAL mode (got ${String(mode)})`);
+    }
+    db.pragma(`synchronous = ${o.durability === 'relaxed' ? 'NORMAL' : 'FULL'}`);
+    db.pragma('foreign_keys = ON');
+    if (o.maxPageCount !== undefined) db.pragma(`max_page_count = ${o.maxPageCount}`);
+    migrate(db, file);
+    return new SqliteStore(db, file, o);
+  } catch (error) {
+    try {
+      db?.close();
+    } catch {
+      // The open error is the one to report.
+    }
+    throw mapSqliteError(error, { file, what: `opening ${file}` });
+  }
+}

@@ -1,0 +1,81 @@
+// Shared test plumbing: a temp directory per test, events that are easy to recognise, and the
+// invariant checks every fault test ends with.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  isTidemarkError,
+  type SessionEvent,
+  type SessionStore,
+  type TidemarkErrorCode,
+} from '@tidemark/core';
+import { expect } from 'vitest';
+import { openSqliteStore, type SqliteStoreOptions } from '../src/index.js';
+
+const dirs: string[] = [];
+
+/** A fresh directory, removed by {@link removeTempDirs}. */
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tidemark-sqlite-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Removes every directory made by {@link tempDir}. */
+export function removeTempDirs(): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/** Opens a store on a fresh database file. */
+export async function freshStore(
+  options: Partial<SqliteStoreOptions> = {},
+): Promise<{ store: SessionStore; path: string }> {
+  const path = join(tempDir(), 'store.db');
+  return { store: await openSqliteStore({ ...options, path }), path };
+}
+
+/** `count` events starting at `from`; every `boundaryEvery`-th one is a `turn/end`. */
+export function events(from: number, count: number, boundaryEvery = 0, tag = 'e'): SessionEvent[] {
+  return Array.from({ length: count }, (_, i) => {
+    const seq = from + i;
+    const boundary = boundaryEvery > 0 && (seq + 1) % boundaryEvery === 0;
+    return {
+      seq,
+      type: boundary ? 'turn/end' : 'tool/call',
+      time: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, seq)).toISOString(),
+      data: { tag, seq, text: `event ${seq}` },
+    };
+  });
+}
+
+/** Asserts a rejection with a TidemarkError of `code` and returns it. */
+export async function rejectsWith(promise: Promise<unknown>, code: TidemarkErrorCode) {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(isTidemarkError(error), `expected a TidemarkError ${code}, got ${String(error)}`).toBe(true);
+  expect((error as { code: string }).code).toBe(code);
+  return error as import('@tidemark/core').TidemarkError;
+}
+
+/**
+ * The invariants of SPEC §7.4 after a fault is lifted: the session is present (no false absence),
+ * holds every acknowledged event unchanged and nothing past a partial batch, and takes the next
+ * append.
+ */
+export async function assertInvariants(
+  store: SessionStore,
+  id: string,
+  acknowledged: readonly SessionEvent[],
+) {
+  expect(await store.has(id)).toBe(true);
+  const page = await store.list({ limit: 10_000 });
+  expect(page.sessions.map((s) => s.id)).toContain(id);
+  const loaded = await store.load(id);
+  expect(loaded.events.slice(0, acknowledged.length)).toEqual(acknowledged);
+  const next = loaded.events.length;
+  const result = await store.append(id, events(next, 1, 1, 'after-fault'));
+  expect(result.nextSeq).toBe(next + 1);
+  return loaded;
+}
