@@ -1,0 +1,23 @@
+/**
+ * @packageDocumentation
+ * The published conformance suite of tidemark: any `SessionStore` backend plugs a
+ * {@link ContractDriver} into {@link runStoreContract} and gets every rule of SPEC §4 checked,
+ * plus a model-based comparison with the memory reference backend.
+ */
+export { contractCheck, contractChecks } from './checks.js';
+export type { ContractDriver, ContractOptions } from './driver.js';
+export {
+  CheckContext,
+  type ContractCheck,
+  ContractViolation,
+  collect,
+  ev,
+  eventTime,
+  evs,
+  expectCode,
+  type ResolvedContractOptions,
+  resolveOptions,
+  runContractCheck,
+} from './harness.js';
+export { modelBasedCheck } from './model.js';
+export { runStoreContract } from './run.js';

@@ -1,0 +1,382 @@
+// Model-based testing: random command sequences run against the backend and against the memory
+// reference store (SPEC §6 makes it the model), and every answer must agree.
+import {
+  isTidemarkError,
+  type JsonValue,
+  type SessionEvent,
+  type SessionStore,
+  type SessionSummary,
+} from '@tidemark/core';
+import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
+import fc from 'fast-check';
+import { type CheckContext, type ContractCheck, describeError, violation } from './harness.js';
+
+/** The reference side: a memory store over a volume that survives reopen. */
+interface ModelSide {
+  volume: MemoryVolume;
+  store: SessionStore;
+}
+
+/** The backend side. */
+interface RealSide {
+  context: CheckContext;
+  store: SessionStore;
+}
+
+/** What a call ended with, reduced to what two correct backends must agree on. */
+type Outcome = { ok: true; value: unknown } | { ok: false; code: string };
+
+async function outcomeOf(
+  action: () => Promise<unknown>,
+  normalize: (value: never) => unknown = (v) => v,
+): Promise<Outcome> {
+  try {
+    return { ok: true, value: normalize((await action()) as never) };
+  } catch (error) {
+    // An untyped error can never match the model's typed one, so it is reported as a mismatch.
+    return { ok: false, code: isTidemarkError(error) ? error.code : `untyped ${describeError(error)}` };
+  }
+}
+
+// Timestamps of create/update/append come from each store's own clock, formatVersion and
+// quarantine locations are backend-specific: everything else must be equal.
+function normalizeSummary(summary: SessionSummary): unknown {
+  const { createdAt: _c, updatedAt: _u, ...rest } = summary;
+  return rest;
+}
+
+function normalizeMeta(meta: { id: string; cwd?: string; parent?: unknown }): unknown {
+  return { id: meta.id, cwd: meta.cwd, parent: meta.parent };
+}
+
+async function compare(
+  what: string,
+  model: () => Promise<unknown>,
+  real: () => Promise<unknown>,
+  normalize?: (value: never) => unknown,
+) {
+  const expected = await outcomeOf(model, normalize);
+  const actual = await outcomeOf(real, normalize);
+  const a = JSON.stringify(actual);
+  const e = JSON.stringify(expected);
+  if (a !== e)
+    violation(`${what}: backend answered ${a.slice(0, 400)}\n  but the model answered ${e.slice(0, 400)}`);
+  return expected;
+}
+
+const IDS = ['s0', 's1', 's2', 'bad/id'] as const;
+const CWDS = [undefined, '/w/a', '/w/b'] as const;
+const TYPES = ['note', 'user/message', 'tool/call', 'turn/end'] as const;
+
+type Cmd = fc.AsyncCommand<ModelSide, RealSide>;
+
+/** The events the model holds for `id` (empty when absent or pending). */
+async function modelEvents(model: ModelSide, id: string): Promise<SessionEvent[]> {
+  try {
+    return (await model.store.load(id)).events;
+  } catch {
+    return [];
+  }
+}
+
+function makeEvent(seq: number, typeIndex: number, payload: number): SessionEvent {
+  const data: JsonValue =
+    TYPES[typeIndex] === 'user/message' ? { text: `prompt ${payload}` } : { payload, seq };
+  return {
+    seq,
+    type: TYPES[typeIndex]!,
+    time: new Date(Date.UTC(2026, 0, 1) + seq * 1000 + payload).toISOString(),
+    data,
+  };
+}
+
+class CreateCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly cwd: string | undefined,
+    readonly title: string | undefined,
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const init = {
+      id: this.id,
+      ...(this.cwd !== undefined && { cwd: this.cwd }),
+      ...(this.title !== undefined && { title: this.title }),
+    };
+    await compare(
+      this.toString(),
+      () => model.store.create(init),
+      () => real.store.create(init),
+      normalizeMeta,
+    );
+  }
+  toString = () => `create(${this.id}, cwd=${this.cwd}, title=${this.title})`;
+}
+
+type AppendKind = 'valid' | 'behind' | 'ahead' | 'retry' | 'conflicting';
+
+class AppendCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly kind: AppendKind,
+    readonly types: number[],
+    readonly payload: number,
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const stored = await modelEvents(model, this.id);
+    const next = stored.length;
+    let batch: SessionEvent[];
+    switch (this.kind) {
+      case 'valid':
+        batch = this.types.map((t, i) => makeEvent(next + i, t, this.payload));
+        break;
+      case 'ahead':
+        batch = this.types.map((t, i) => makeEvent(next + 1 + i, t, this.payload));
+        break;
+      case 'behind':
+        batch = this.types.map((t, i) => makeEvent(Math.max(0, next - 1) + i, t, this.payload));
+        break;
+      case 'retry':
+        // The last stored events again: an idempotent retry (or a fresh append when there are none).
+        batch =
+          stored.length === 0
+            ? [makeEvent(0, 0, this.payload)]
+            : stored.slice(-Math.min(stored.length, this.types.length));
+        break;
+      case 'conflicting': {
+        const at = Math.max(0, next - this.types.length);
+        batch = this.types.map((t, i) => makeEvent(at + i, t, this.payload + 1_000_000));
+        break;
+      }
+    }
+    await compare(
+      this.toString(),
+      () => model.store.append(this.id, batch),
+      () => real.store.append(this.id, batch),
+    );
+  }
+  toString = () => `append(${this.id}, ${this.kind}, types=[${this.types}], payload=${this.payload})`;
+}
+
+class LoadCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly tail: 'keep' | 'cut',
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const normalize = (loaded: Awaited<ReturnType<SessionStore['load']>>) => ({
+      meta: normalizeMeta(loaded.meta),
+      summary: normalizeSummary(loaded.summary),
+      events: loaded.events,
+      committedSeq: loaded.committedSeq,
+      interrupted: loaded.interrupted,
+      cutEvents: loaded.recovered?.cutEvents ?? 0,
+      tornBytes: loaded.recovered?.tornBytes ?? 0,
+    });
+    await compare(
+      this.toString(),
+      () => model.store.load(this.id, { tail: this.tail }),
+      () => real.store.load(this.id, { tail: this.tail }),
+      normalize,
+    );
+  }
+  toString = () => `load(${this.id}, tail=${this.tail})`;
+}
+
+class ReadCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly fromSeq: number,
+    readonly span: number,
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const drain = async (store: SessionStore) => {
+      const out: SessionEvent[] = [];
+      for await (const event of store.read(this.id, {
+        fromSeq: this.fromSeq,
+        toSeq: this.fromSeq + this.span,
+      }))
+        out.push(event);
+      return out;
+    };
+    await compare(
+      this.toString(),
+      () => drain(model.store),
+      () => drain(real.store),
+    );
+  }
+  toString = () => `read(${this.id}, ${this.fromSeq}..${this.fromSeq + this.span})`;
+}
+
+class HasCommand implements Cmd {
+  constructor(readonly id: string) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    await compare(
+      this.toString(),
+      () => model.store.has(this.id),
+      () => real.store.has(this.id),
+    );
+  }
+  toString = () => `has(${this.id})`;
+}
+
+class ListCommand implements Cmd {
+  constructor(
+    readonly cwd: string | undefined,
+    readonly limit: number,
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    // Order depends on each store's clock, so pages are compared as sets; the backend's own order
+    // must still be newest-first by its own updatedAt, and paging must cover everything once.
+    const pageAll = async (store: SessionStore) => {
+      const seen: SessionSummary[] = [];
+      let cursor: string | undefined;
+      for (let pages = 0; pages < 100; pages++) {
+        const page = await store.list({
+          limit: this.limit,
+          ...(this.cwd !== undefined && { cwd: this.cwd }),
+          ...(cursor !== undefined && { cursor }),
+        });
+        if (page.problems.length > 0) violation(`${this}: problems on a healthy store`);
+        if (page.sessions.length > this.limit) violation(`${this}: page longer than limit`);
+        seen.push(...page.sessions);
+        cursor = page.nextCursor;
+        if (cursor === undefined) break;
+      }
+      for (let i = 1; i < seen.length; i++) {
+        const a = seen[i - 1]!;
+        const b = seen[i]!;
+        if (!(a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.id < b.id)))
+          violation(`${this}: ${a.id} listed before ${b.id}`);
+      }
+      const ids = seen.map((s) => s.id);
+      if (new Set(ids).size !== ids.length)
+        violation(`${this}: a session appeared twice while paging: ${ids}`);
+      return seen
+        .map(normalizeSummary)
+        .sort((x, y) => ((x as { id: string }).id < (y as { id: string }).id ? -1 : 1));
+    };
+    await compare(
+      this.toString(),
+      () => pageAll(model.store),
+      () => pageAll(real.store),
+    );
+  }
+  toString = () => `list(cwd=${this.cwd}, limit=${this.limit})`;
+}
+
+class UpdateCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly patch: { title?: unknown; tags?: unknown; attrs?: unknown },
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const patch = this.patch as { title?: string };
+    await compare(
+      this.toString(),
+      () => model.store.update(this.id, patch),
+      () => real.store.update(this.id, patch),
+      normalizeSummary,
+    );
+  }
+  toString = () => `update(${this.id}, ${JSON.stringify(this.patch)})`;
+}
+
+class DeleteCommand implements Cmd {
+  constructor(readonly id: string) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    await compare(
+      this.toString(),
+      () => model.store.delete(this.id),
+      () => real.store.delete(this.id),
+    );
+  }
+  toString = () => `delete(${this.id})`;
+}
+
+class ReopenCommand implements Cmd {
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    await model.store.close();
+    model.store = await openMemoryStore({ volume: model.volume, ...modelOptions });
+    await real.store.close();
+    real.store = await real.context.reopen(real.store, modelOptions);
+  }
+  toString = () => 'reopen()';
+}
+
+/** The store options both sides run with: the defaults, spelled out. */
+const modelOptions = { boundaryTypes: ['turn/end', 'session/end'] };
+
+const id = fc.constantFrom(...IDS);
+const commandArbitraries = [
+  fc
+    .tuple(id, fc.constantFrom(...CWDS), fc.option(fc.constantFrom('T1', 'T2'), { nil: undefined }))
+    .map(([i, c, t]) => new CreateCommand(i, c, t)),
+  fc
+    .tuple(
+      id,
+      fc.constantFrom<AppendKind>('valid', 'valid', 'valid', 'behind', 'ahead', 'retry', 'conflicting'),
+      fc.array(fc.nat(TYPES.length - 1), { minLength: 1, maxLength: 4 }),
+      fc.nat(99),
+    )
+    .map(([i, k, t, p]) => new AppendCommand(i, k, t, p)),
+  fc.tuple(id, fc.constantFrom<'keep' | 'cut'>('keep', 'keep', 'cut')).map(([i, t]) => new LoadCommand(i, t)),
+  fc.tuple(id, fc.nat(6), fc.nat(6)).map(([i, f, s]) => new ReadCommand(i, f, s)),
+  id.map((i) => new HasCommand(i)),
+  fc.tuple(fc.constantFrom(...CWDS), fc.integer({ min: 1, max: 4 })).map(([c, l]) => new ListCommand(c, l)),
+  fc
+    .tuple(
+      id,
+      fc.oneof(
+        fc.record({ title: fc.constantFrom('A', 'B') }),
+        fc.record({ tags: fc.array(fc.constantFrom('x', 'y'), { maxLength: 2 }) }),
+        fc.record({
+          attrs: fc.dictionary(fc.constantFrom('k', '__proto__', 'n'), fc.integer({ min: 0, max: 3 }), {
+            maxKeys: 2,
+          }),
+        }),
+        fc.constant({ title: 7 }),
+        fc.constant({ tags: 'not-a-list' }),
+      ),
+    )
+    .map(([i, p]) => new UpdateCommand(i, p)),
+  id.map((i) => new DeleteCommand(i)),
+  fc.constant(new ReopenCommand()),
+];
+
+/**
+ * The model-based check: `runs` random sequences of create / append (valid, behind, ahead, retry,
+ * conflicting) / load (keep, cut) / read / list / has / update / delete / reopen, each answer of
+ * the backend compared with the memory model's.
+ */
+export function modelBasedCheck(runs?: number): ContractCheck {
+  return {
+    group: 'model',
+    name: 'random command sequences answer like the memory reference model',
+    async run(ctx) {
+      await fc.assert(
+        fc.asyncProperty(fc.commands(commandArbitraries, { maxCommands: 40 }), async (commands) => {
+          const volume = new MemoryVolume();
+          const model: ModelSide = { volume, store: await openMemoryStore({ volume, ...modelOptions }) };
+          const real: RealSide = { context: ctx, store: await ctx.open(modelOptions) };
+          try {
+            await fc.asyncModelRun(() => ({ model, real }), commands);
+          } finally {
+            await model.store.close();
+            await ctx.closeAll();
+            await ctx.driver.cleanup();
+          }
+        }),
+        { numRuns: runs ?? ctx.options.modelRuns },
+      );
+    },
+  };
+}

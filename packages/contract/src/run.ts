@@ -1,0 +1,47 @@
+import { afterEach, describe, it } from 'vitest';
+import { contractChecks } from './checks.js';
+import type { ContractDriver, ContractOptions } from './driver.js';
+import { CheckContext, type ContractCheck, resolveOptions } from './harness.js';
+import { modelBasedCheck } from './model.js';
+
+/**
+ * Registers the tidemark conformance suite for a backend as a vitest `describe` block. Call it at
+ * the top level of a test file:
+ *
+ * ```ts
+ * runStoreContract({ name: 'my-backend', open, reopen, cleanup });
+ * ```
+ *
+ * Every check of SPEC §4 that needs no fault injection becomes one `it()`, grouped by operation,
+ * plus one model-based property test comparing the backend with the memory reference model.
+ * `driver.cleanup()` runs after each test.
+ */
+export function runStoreContract(driver: ContractDriver, options?: ContractOptions): void {
+  const resolved = resolveOptions(options);
+  const checks: ContractCheck[] = [...contractChecks, modelBasedCheck(resolved.modelRuns)];
+  describe(`tidemark store contract: ${driver.name}`, () => {
+    afterEach(async () => {
+      await driver.cleanup();
+    });
+    const groups = [...new Set(checks.map((check) => check.group))];
+    for (const group of groups) {
+      describe(group, () => {
+        for (const check of checks.filter((c) => c.group === group)) {
+          it(
+            check.name,
+            async () => {
+              const context = new CheckContext(driver, resolved);
+              try {
+                await check.run(context);
+              } finally {
+                await context.closeAll();
+              }
+            },
+            // The model-based test runs many sequences; give it proportionally more time.
+            check.group === 'model' ? resolved.timeout * 4 : resolved.timeout,
+          );
+        }
+      });
+    }
+  });
+}
