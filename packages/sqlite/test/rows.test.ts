@@ -1,0 +1,192 @@
+import { prepareEvent, type SessionSummary } from '@tidemark/core';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  dataJsonOf,
+  decodeEventRows,
+  rowToMeta,
+  rowToSummary,
+  type SessionRow,
+  summaryColumns,
+} from '../src/rows.js';
+
+const FILE = '/x/store.db';
+
+function row(overrides: Partial<SessionRow> = {}): SessionRow {
+  return {
+    id: 's1',
+    format_version: 1,
+    created_at: '2026-01-01T00:00:00.000Z',
+    updated_at: '2026-01-01T00:00:01.000Z',
+    cwd: null,
+    parent_id: null,
+    parent_seq: null,
+    event_count: 3,
+    committed_seq: 1,
+    interrupted: 1,
+    title: null,
+    first_prompt: null,
+    tags: null,
+    attrs: null,
+    ...overrides,
+  };
+}
+
+function corruptCode(fn: () => unknown): string | undefined {
+  try {
+    fn();
+    return undefined;
+  } catch (error) {
+    return (error as { code?: string }).code;
+  }
+}
+
+describe('rowToSummary / summaryColumns', () => {
+  it('round trips every optional field', () => {
+    const summary: SessionSummary = {
+      id: 's1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:01.000Z',
+      cwd: '/p',
+      parent: { id: 'p0', seq: 4 },
+      eventCount: 3,
+      committedSeq: 2,
+      interrupted: false,
+      title: 'T',
+      firstPrompt: 'hello',
+      tags: ['a', 'b'],
+      attrs: { k: [1, { __proto__: 'x' }] } as SessionSummary['attrs'],
+    };
+    const r = row({ ...summaryColumns(summary), cwd: '/p', parent_id: 'p0', parent_seq: 4 });
+    expect(rowToSummary(r, FILE)).toEqual(summary);
+    expect(rowToMeta(r, FILE)).toEqual({
+      id: 's1',
+      createdAt: summary.createdAt,
+      cwd: '/p',
+      parent: { id: 'p0', seq: 4 },
+      formatVersion: 1,
+    });
+  });
+
+  it('leaves absent fields absent', () => {
+    const summary = rowToSummary(row({ event_count: 0, committed_seq: -1, interrupted: 0 }), FILE);
+    expect(Object.keys(summary).sort()).toEqual([
+      'committedSeq',
+      'createdAt',
+      'eventCount',
+      'id',
+      'interrupted',
+      'updatedAt',
+    ]);
+  });
+
+  it.each<[string, Partial<SessionRow>]>([
+    ['tags not JSON', { tags: '[oops' }],
+    ['tags not strings', { tags: '[1]' }],
+    ['attrs an array', { attrs: '[]' }],
+    ['attrs null', { attrs: 'null' }],
+    ['negative count', { event_count: -1 }],
+    ['committed past the log', { committed_seq: 3 }],
+    ['committed below -1', { committed_seq: -2 }],
+    ['bad flag', { interrupted: 2 }],
+    ['half a parent', { parent_id: 'p' }],
+    ['non-text time', { updated_at: 5 as unknown as string }],
+  ])('reports %s as CORRUPT with the row', (_, overrides) => {
+    let error: unknown;
+    try {
+      rowToSummary(row(overrides), FILE);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({
+      code: 'CORRUPT',
+      location: { file: FILE, table: 'sessions', row: 'id=s1' },
+    });
+  });
+});
+
+describe('decodeEventRows', () => {
+  const good = [
+    [5, 'a', 't', '{"x":1}'],
+    [6, 'b', 't', 'null'],
+    [7, 'c', 't', '"__proto__"'],
+  ];
+
+  it('decodes contiguous rows', () => {
+    expect(decodeEventRows('s', good, 5, FILE)).toEqual([
+      { seq: 5, type: 'a', time: 't', data: { x: 1 } },
+      { seq: 6, type: 'b', time: 't', data: null },
+      { seq: 7, type: 'c', time: 't', data: '__proto__' },
+    ]);
+    expect(decodeEventRows('s', [], 0, FILE)).toEqual([]);
+  });
+
+  it('keeps __proto__ as an ordinary key', () => {
+    const [event] = decodeEventRows('s', [[0, 'a', 't', '{"__proto__":{"polluted":true}}']], 0, FILE);
+    expect(Object.getPrototypeOf(event!.data)).toBe(Object.prototype);
+    expect(Object.hasOwn(event!.data as object, '__proto__')).toBe(true);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+  });
+
+  it.each<[string, unknown[][], number]>([
+    ['a gap', [good[0]!, good[2]!], 6],
+    ['a wrong start', good, 4],
+    ['a duplicate', [good[0]!, good[0]!], 6],
+    ['a non-integer seq', [['5', 'a', 't', '1']], 5],
+    ['a non-text type', [[5, 1, 't', '1']], 5],
+    ['a blob data', [[5, 'a', 't', Buffer.from('1')]], 5],
+    ['unparsable data', [[5, 'a', 't', '{"x":']], 5],
+  ])('reports %s as CORRUPT at the expected seq', (_, rows, seq) => {
+    const first = rows === good ? 4 : 5;
+    let error: unknown;
+    try {
+      decodeEventRows('s', rows, first, FILE);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({
+      code: 'CORRUPT',
+      location: { file: FILE, table: 'events', seq: rows === good ? 4 : seq },
+    });
+  });
+
+  it('never throws an untyped error on arbitrary rows', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.tuple(fc.anything(), fc.anything(), fc.anything(), fc.oneof(fc.string(), fc.anything())),
+          { maxLength: 5 },
+        ),
+        (rows) => {
+          const code = corruptCode(() => decodeEventRows('s', rows, 0, FILE));
+          expect(code === undefined || code === 'CORRUPT').toBe(true);
+        },
+      ),
+    );
+  });
+});
+
+describe('dataJsonOf', () => {
+  it('equals JSON.stringify(data) for any event', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        fc.jsonValue().filter((v) => !Object.is(v, -0)),
+        (seq, type, data) => {
+          let prepared: ReturnType<typeof prepareEvent>;
+          try {
+            prepared = prepareEvent({ seq, type, time: '2026-01-01T00:00:00Z', data }, 'e');
+          } catch {
+            return; // not an event the store would accept (e.g. -0 nested)
+          }
+          expect(dataJsonOf(prepared)).toBe(JSON.stringify(prepared.event.data));
+        },
+      ),
+    );
+  });
+  it('falls back when the serialization is laid out differently', () => {
+    const event = { seq: 1, type: 'x', time: 't', data: { a: 1 } };
+    expect(dataJsonOf({ event, json: 'unexpected', bytes: 10 })).toBe('{"a":1}');
+  });
+});

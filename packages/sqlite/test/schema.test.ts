@@ -1,0 +1,94 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openSqliteStore } from '../src/index.js';
+import { migrate, planMigration, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from '../src/schema.js';
+import { events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
+
+afterEach(removeTempDirs);
+
+describe('planMigration', () => {
+  it('decides from user_version and application_id', () => {
+    expect(planMigration(0, 0)).toEqual({ kind: 'migrate', from: 0, to: SQLITE_SCHEMA_VERSION });
+    expect(planMigration(SQLITE_SCHEMA_VERSION, SQLITE_APPLICATION_ID)).toEqual({ kind: 'current' });
+    expect(planMigration(SQLITE_SCHEMA_VERSION + 1, SQLITE_APPLICATION_ID)).toEqual({
+      kind: 'newer',
+      found: SQLITE_SCHEMA_VERSION + 1,
+    });
+    expect(planMigration(1, 42)).toEqual({ kind: 'foreign', applicationId: 42 });
+    expect(planMigration(1, 0, 3)).toEqual({ kind: 'migrate', from: 1, to: 3 });
+  });
+});
+
+describe('migrate', () => {
+  it('creates STRICT tables and the list indexes, once', () => {
+    const db = new Database(join(tempDir(), 'a.db'));
+    migrate(db, 'a.db');
+    migrate(db, 'a.db');
+    expect(db.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    expect(db.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID);
+    const tables = db
+      .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'table' ORDER BY name")
+      .all() as {
+      name: string;
+      sql: string;
+    }[];
+    expect(tables.map((t) => t.name)).toEqual(['events', 'quarantine', 'sessions']);
+    for (const table of tables) expect(table.sql).toMatch(/\)\s*STRICT$/);
+    const plan = db
+      .prepare(
+        'EXPLAIN QUERY PLAN SELECT id, updated_at FROM sessions ORDER BY updated_at DESC, id ASC LIMIT 10',
+      )
+      .all() as { detail: string }[];
+    expect(plan.map((p) => p.detail).join(' ')).toContain('sessions_by_updated');
+    expect(plan.map((p) => p.detail).join(' ')).not.toContain('TEMP B-TREE');
+    db.close();
+  });
+
+  it('rolls a failed migration back whole', () => {
+    const db = new Database(join(tempDir(), 'b.db'));
+    db.exec('CREATE TABLE quarantine (x)'); // makes step 0 fail half way
+    expect(() => migrate(db, 'b.db')).toThrow();
+    expect(db.pragma('user_version', { simple: true })).toBe(0);
+    expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'sessions'").pluck().get()).toBe(0);
+    expect(db.inTransaction).toBe(false);
+    db.close();
+  });
+
+  it('refuses a newer database with UNSUPPORTED_FORMAT and leaves it untouched', async () => {
+    const path = join(tempDir(), 'newer.db');
+    const store = await openSqliteStore({ path });
+    await store.create({ id: 's' });
+    await store.append('s', events(0, 2));
+    await store.close();
+    const db = new Database(path);
+    db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
+    db.close();
+    await rejectsWith(openSqliteStore({ path }), 'UNSUPPORTED_FORMAT');
+    const check = new Database(path);
+    expect(check.prepare('SELECT count(*) FROM events').pluck().get()).toBe(2);
+    check.close();
+  });
+
+  it('refuses a database of another application', async () => {
+    const path = join(tempDir(), 'foreign.db');
+    const db = new Database(path);
+    db.pragma('application_id = 7');
+    db.exec('CREATE TABLE t (x)');
+    db.close();
+    await rejectsWith(openSqliteStore({ path }), 'UNSUPPORTED_FORMAT');
+  });
+
+  it('lets two processes worth of openers race on a fresh file', async () => {
+    const path = join(tempDir(), 'race.db');
+    const stores = await Promise.all([
+      openSqliteStore({ path }),
+      openSqliteStore({ path }),
+      openSqliteStore({ path }),
+    ]);
+    await stores[0]!.create({ id: 's' });
+    await stores[0]!.append('s', events(0, 1));
+    expect(await stores[2]!.has('s')).toBe(true);
+    for (const store of stores) await store.close();
+  });
+});
