@@ -1,0 +1,158 @@
+// Copying a session between two stores: the building block of trash, restore and migrate. It is
+// resumable (a copy cut short continues from the target's next seq) and verified (sha256 of the
+// canonical JSON of every event, compared after copying).
+import { createHash } from 'node:crypto';
+import {
+  type CreateInit,
+  type JsonValue,
+  type SessionEvent,
+  type SessionStore,
+  type SessionSummary,
+  type SummaryPatch,
+  TidemarkError,
+} from '@tidemark/core';
+
+/**
+ * JSON with object keys sorted at every level: the same value always gives the same text,
+ * whatever order its keys were written in. Pure.
+ */
+export function canonicalJson(value: JsonValue): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const keys = Object.keys(value).sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k] as JsonValue)}`).join(',')}}`;
+}
+
+/** sha256 (hex) of the canonical JSON of an event. */
+export function eventHash(event: SessionEvent): string {
+  const { seq, type, time, data } = event;
+  return createHash('sha256').update(canonicalJson({ seq, type, time, data })).digest('hex');
+}
+
+/** One hash over a whole log: sha256 of the event hashes joined by newlines. */
+export function logHash(eventHashes: readonly string[]): string {
+  return createHash('sha256').update(eventHashes.join('\n')).digest('hex');
+}
+
+/** What a copy has to do, given the hashes of the source and of what the target already holds. */
+export type CopyPlan =
+  | { kind: 'complete' }
+  | { kind: 'continue'; fromSeq: number }
+  | { kind: 'diverged'; atSeq: number };
+
+/**
+ * Decides a copy from event hashes. Pure. The target must be a prefix of the source: equal →
+ * complete; shorter → continue from its length; any difference or a longer target → diverged.
+ */
+export function planCopy(source: readonly string[], target: readonly string[]): CopyPlan {
+  const n = Math.min(source.length, target.length);
+  for (let i = 0; i < n; i++) if (source[i] !== target[i]) return { kind: 'diverged', atSeq: i };
+  if (target.length > source.length) return { kind: 'diverged', atSeq: source.length };
+  if (target.length === source.length) return { kind: 'complete' };
+  return { kind: 'continue', fromSeq: target.length };
+}
+
+/** Options of {@link copySession}. */
+export interface CopyOptions {
+  /** Events per append. Default 512. */
+  batchEvents?: number;
+  /** Rewrites the `attrs` the copy gets (default: the source's attrs unchanged). */
+  attrs?: (source: SessionSummary['attrs']) => SessionSummary['attrs'];
+  /** Called after each batch lands with the number of events present in the target. */
+  onProgress?: (copied: number, total: number) => void;
+}
+
+/** The outcome of {@link copySession}. */
+export interface CopyResult {
+  id: string;
+  /** Events in the source (and now in the target). */
+  events: number;
+  /** Events appended by this call (0 when the target was already complete). */
+  appended: number;
+  /** `complete` (nothing to do), `resumed` (continued a partial copy) or `copied` (new). */
+  outcome: 'complete' | 'resumed' | 'copied';
+  /** {@link logHash} of the events, equal in both stores (verified by reading the target back). */
+  hash: string;
+}
+
+async function readAll(store: SessionStore, id: string): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  for await (const event of store.read(id)) out.push(event);
+  return out;
+}
+
+/**
+ * Copies session `id` from `from` to `to` with its meta (cwd, parent), summary fields (title,
+ * tags, firstPrompt, attrs) and byte-identical events, then verifies the target by reading it
+ * back and comparing counts and content hashes.
+ *
+ * Note: `createdAt` of the copy is the time of the copy, because `SessionStore.create` takes no
+ * creation time; the original is kept in the audit log by the callers.
+ *
+ * @throws TidemarkError CONFLICT when the target holds a session with this id whose events are
+ * not a prefix of the source's; CORRUPT when the verification fails; any error of either store.
+ */
+export async function copySession(
+  from: SessionStore,
+  to: SessionStore,
+  id: string,
+  options: CopyOptions = {},
+): Promise<CopyResult> {
+  const chunk = options.batchEvents ?? 512;
+  const source = await from.load(id);
+  const sourceHashes = source.events.map(eventHash);
+  const total = source.events.length;
+  let fromSeq = 0;
+  let outcome: CopyResult['outcome'] = 'copied';
+  if (await to.has(id)) {
+    const targetHashes = (await readAll(to, id)).map(eventHash);
+    const plan = planCopy(sourceHashes, targetHashes);
+    if (plan.kind === 'diverged') {
+      throw new TidemarkError(
+        'CONFLICT',
+        `session ${id}: the target already holds different events (from seq ${plan.atSeq})`,
+        {
+          sessionId: id,
+        },
+      );
+    }
+    fromSeq = plan.kind === 'complete' ? total : plan.fromSeq;
+    outcome = plan.kind === 'complete' ? 'complete' : 'resumed';
+  } else {
+    const init: CreateInit = { id };
+    if (source.meta.cwd !== undefined) init.cwd = source.meta.cwd;
+    if (source.meta.parent !== undefined) init.parent = source.meta.parent;
+    if (source.summary.title !== undefined) init.title = source.summary.title;
+    if (source.summary.tags !== undefined) init.tags = source.summary.tags;
+    try {
+      await to.create(init);
+    } catch (error) {
+      // Pending in this very instance from an earlier attempt that failed before its first batch.
+      if (!(error instanceof TidemarkError && error.code === 'ALREADY_EXISTS')) throw error;
+    }
+  }
+  const attrs = options.attrs === undefined ? source.summary.attrs : options.attrs(source.summary.attrs);
+  const patch: SummaryPatch = {};
+  if (source.summary.firstPrompt !== undefined) patch.firstPrompt = source.summary.firstPrompt;
+  if (attrs !== undefined) patch.attrs = attrs;
+  if (fromSeq === 0 && total > 0 && Object.keys(patch).length > 0) await to.update(id, patch); // kept for the first batch
+  for (let seq = fromSeq; seq < total; seq += chunk) {
+    await to.append(id, source.events.slice(seq, seq + chunk));
+    options.onProgress?.(Math.min(seq + chunk, total), total);
+  }
+  if (fromSeq > 0 && Object.keys(patch).length > 0) await to.update(id, patch);
+  const copied = (await readAll(to, id)).map(eventHash);
+  const hash = logHash(sourceHashes);
+  if (copied.length !== total || logHash(copied) !== hash) {
+    const at = planCopy(sourceHashes, copied);
+    throw new TidemarkError(
+      'CORRUPT',
+      `session ${id}: verification after copy failed (${copied.length} of ${total} events match)`,
+      {
+        sessionId: id,
+        location: { seq: at.kind === 'diverged' ? at.atSeq : copied.length },
+      },
+    );
+  }
+  return { id, events: total, appended: total - fromSeq, outcome, hash };
+}

@@ -1,0 +1,72 @@
+// Small file helpers with the permissions of SPEC §5: directories 0700, files 0600, replacement
+// through an exclusive temp file + fsync + rename + directory fsync, so that a crash leaves the
+// old or the new file, never a broken one.
+import { randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { isENOENT, toIoError } from '@tidemark/core';
+
+/** Creates `dir` (and parents) with mode 0700. */
+export async function ensurePrivateDir(dir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw toIoError(error, `creating directory ${dir}`);
+  }
+}
+
+/** Reads a UTF-8 file; undefined only when it does not exist (ENOENT), IO error otherwise. */
+export async function readTextIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await fsp.readFile(path, 'utf8');
+  } catch (error) {
+    if (isENOENT(error)) return undefined;
+    throw toIoError(error, `reading ${path}`);
+  }
+}
+
+/** Replaces `path` atomically with `text`, mode 0600. */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const dir = dirname(path);
+  await ensurePrivateDir(dir);
+  const temp = join(dir, `.${basename(path)}.${randomBytes(8).toString('hex')}.tmp`);
+  let handle: fsp.FileHandle | undefined;
+  try {
+    handle = await fsp.open(temp, 'wx', 0o600);
+    await handle.writeFile(text, 'utf8');
+    await handle.sync();
+    await handle.close();
+    handle = undefined;
+    await fsp.rename(temp, path);
+    await syncDir(dir);
+  } catch (error) {
+    await handle?.close().catch(() => undefined);
+    await fsp.rm(temp, { force: true }).catch(() => undefined);
+    throw toIoError(error, `writing ${path}`);
+  }
+}
+
+/** fsync of a directory, so that a rename or create in it survives a power loss. */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Appends one line to `path` (created 0600) and fsyncs it before resolving. */
+export async function appendLineDurably(path: string, line: string): Promise<void> {
+  await ensurePrivateDir(dirname(path));
+  let handle: fsp.FileHandle | undefined;
+  try {
+    handle = await fsp.open(path, 'a', 0o600);
+    await handle.writeFile(`${line}\n`, 'utf8');
+    await handle.sync();
+  } catch (error) {
+    throw toIoError(error, `appending to ${path}`);
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}

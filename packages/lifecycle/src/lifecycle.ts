@@ -1,0 +1,315 @@
+// The session lifecycle of SPEC §8 over any two SessionStores: the main store and a trash store.
+// Nothing is destroyed before the grace period: prune and delete move sessions into the trash
+// (copy, verify, record, then delete from the main store), restore moves them back.
+import {
+  isTidemarkError,
+  type JsonValue,
+  type ListProblem,
+  type SessionStore,
+  type SessionSummary,
+  TidemarkError,
+} from '@tidemark/core';
+import { ActivePointers } from './active.js';
+import { type AuditEntry, AuditLog } from './audit.js';
+import { copySession } from './copy.js';
+import { ensurePrivateDir } from './files.js';
+import { DAY_MS, isPurgeable, type PrunePlan, planPrune } from './prune.js';
+
+/** The attrs key under which a trashed session records why and when it was trashed. */
+export const TRASH_ATTR = 'tidemark.trash';
+
+/** Options of {@link openLifecycle}. */
+export interface LifecycleOptions {
+  /** Directory of the pointer file and the audit log (e.g. `$TIDEMARK_HOME`). Created 0700. */
+  home: string;
+  /** The main store. */
+  store: SessionStore;
+  /** Its address, recorded in the audit log (`jsonl:/x`). */
+  storeAddress: string;
+  /** The trash store (a second store, e.g. a JSONL store in `$TIDEMARK_HOME/trash`). */
+  trash: SessionStore;
+  /** Its address, for messages and the audit log. */
+  trashAddress: string;
+  /** Days a trashed session is kept before `purge` may destroy it. Default 7. */
+  graceDays?: number;
+  /** Clock (tests). */
+  now?: () => Date;
+}
+
+/** A session in the trash. */
+export interface TrashEntry {
+  id: string;
+  /** When it was moved to the trash. */
+  trashedAt: string;
+  /** When `purge` may destroy it. */
+  purgeAfter: string;
+  /** `pruned` or `deleted`. */
+  reason: string;
+  /** Address of the store it came from. */
+  from: string;
+  /** Its summary in the trash store (attrs without the trash record). */
+  summary: SessionSummary;
+}
+
+/** Options of {@link Lifecycle.prune}. */
+export interface PruneOptions {
+  /** Sessions not updated for this many days are pruned. Default 30. */
+  olderThanDays?: number;
+  /** Only report what would happen. Default true: applying needs `dryRun: false`. */
+  dryRun?: boolean;
+  /** The current time (tests). */
+  now?: Date;
+}
+
+/** The report of {@link Lifecycle.prune}. */
+export interface PruneReport extends PrunePlan {
+  dryRun: boolean;
+  /** Ids moved to the trash (empty for a dry run). */
+  trashed: string[];
+  /** Sessions that could not be moved, with the typed error; they stay in the main store. */
+  failed: { id: string; error: TidemarkError }[];
+  /** Sessions the main store could not describe: never silently treated as absent. */
+  problems: ListProblem[];
+}
+
+/** The report of {@link Lifecycle.purge}. */
+export interface PurgeReport {
+  purged: string[];
+  /** Still within their grace period. */
+  kept: TrashEntry[];
+}
+
+/** Where a session is, as far as the stores and the audit log can tell. */
+export type SessionLocation =
+  | { status: 'present'; id: string; store: string }
+  | { status: 'trashed'; id: string; entry: TrashEntry }
+  | { status: 'removed'; id: string; store: string; lastEntry: AuditEntry }
+  /** The audit log says the session should be in the store, and the store does not have it. */
+  | { status: 'audited-missing'; id: string; store: string; lastEntry: AuditEntry; message: string }
+  | { status: 'unknown'; id: string };
+
+function trashInfoOf(summary: SessionSummary): { [key: string]: JsonValue } | undefined {
+  const info = summary.attrs?.[TRASH_ATTR];
+  return typeof info === 'object' && info !== null && !Array.isArray(info) ? info : undefined;
+}
+
+async function listAll(
+  store: SessionStore,
+): Promise<{ sessions: SessionSummary[]; problems: ListProblem[] }> {
+  const sessions: SessionSummary[] = [];
+  const problems: ListProblem[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
+    sessions.push(...page.sessions);
+    problems.push(...page.problems);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return { sessions, problems };
+}
+
+/**
+ * Active pointers, prune, trash and audit over a main store and a trash store. Store-agnostic:
+ * it only uses the SessionStore contract.
+ */
+export class Lifecycle {
+  readonly active: ActivePointers;
+  readonly audit: AuditLog;
+  readonly graceDays: number;
+  private readonly options: LifecycleOptions;
+  private readonly now: () => Date;
+
+  constructor(options: LifecycleOptions) {
+    this.options = options;
+    this.now = options.now ?? (() => new Date());
+    this.active = new ActivePointers(options.home);
+    this.audit = new AuditLog(options.home, this.now);
+    this.graceDays = options.graceDays ?? 7;
+    if (!(this.graceDays >= 0)) throw new TidemarkError('INVALID', 'lifecycle: graceDays must be ≥ 0');
+  }
+
+  /** Makes `id` the active session of the project directory `cwd`. */
+  setActive(cwd: string, id: string): Promise<void> {
+    return this.active.set(cwd, id);
+  }
+
+  /** The active session of `cwd`, if any. */
+  getActive(cwd: string): Promise<string | undefined> {
+    return this.active.get(cwd);
+  }
+
+  /** Records that a session was created in the main store (for "audited but missing"). */
+  async recordCreated(id: string, details?: { [key: string]: JsonValue }): Promise<void> {
+    await this.audit.record('created', id, this.options.storeAddress, details);
+  }
+
+  /**
+   * Moves sessions not updated for `olderThanDays` (default 30) to the trash, sparing the active
+   * session of every project. A preview by default (`dryRun: true`): nothing changes.
+   */
+  async prune(options: PruneOptions = {}): Promise<PruneReport> {
+    const olderThanDays = options.olderThanDays ?? 30;
+    if (!(olderThanDays >= 0)) throw new TidemarkError('INVALID', 'prune: olderThanDays must be ≥ 0');
+    const dryRun = options.dryRun ?? true;
+    const now = options.now ?? this.now();
+    const { sessions, problems } = await listAll(this.options.store);
+    const activeIds = await this.active.ids();
+    const plan = planPrune(sessions, activeIds, olderThanDays, now);
+    const report: PruneReport = { ...plan, dryRun, trashed: [], failed: [], problems };
+    if (dryRun) return report;
+    for (const summary of plan.toTrash) {
+      try {
+        await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays });
+        report.trashed.push(summary.id);
+      } catch (error) {
+        if (!isTidemarkError(error)) throw error;
+        report.failed.push({ id: summary.id, error });
+      }
+    }
+    return report;
+  }
+
+  /**
+   * Moves one session to the trash on request (audit action `deleted`). The active pointer that
+   * names it, if any, is cleared. NOT_FOUND when absent; see {@link locate} for why.
+   */
+  async delete(id: string): Promise<TrashEntry> {
+    const entry = await this.moveToTrash(id, 'deleted', this.now(), {});
+    const pointers = await this.active.all();
+    for (const [cwd, active] of Object.entries(pointers)) if (active === id) await this.active.clear(cwd);
+    return entry;
+  }
+
+  /** Sessions in the trash, oldest trashing first (ties by id). */
+  async trashList(): Promise<TrashEntry[]> {
+    const { sessions } = await listAll(this.options.trash);
+    const byTimeThenId = (a: TrashEntry, b: TrashEntry) =>
+      a.trashedAt !== b.trashedAt
+        ? a.trashedAt < b.trashedAt
+          ? -1
+          : 1
+        : a.id < b.id
+          ? -1
+          : a.id > b.id
+            ? 1
+            : 0;
+    return sessions.map((s) => this.entryOf(s)).sort(byTimeThenId);
+  }
+
+  /**
+   * Brings a trashed session back into the main store with byte-identical events and its summary
+   * fields, then removes it from the trash. ALREADY_EXISTS/CONFLICT if the main store holds a
+   * different session with this id.
+   */
+  async restore(id: string): Promise<SessionSummary> {
+    const loaded = await this.options.trash.load(id);
+    const info = trashInfoOf(loaded.summary);
+    await copySession(this.options.trash, this.options.store, id, {
+      attrs: () => {
+        const original = info?.attrs;
+        return typeof original === 'object' && original !== null && !Array.isArray(original)
+          ? original
+          : undefined;
+      },
+    });
+    await this.audit.record('restored', id, this.options.storeAddress, {
+      from: this.options.trashAddress,
+      events: loaded.events.length,
+    });
+    await this.options.trash.delete(id);
+    const restored = await this.options.store.load(id);
+    return restored.summary;
+  }
+
+  /** Destroys trashed sessions whose grace period is over at `now`. */
+  async purge(options: { now?: Date } = {}): Promise<PurgeReport> {
+    const now = options.now ?? this.now();
+    const report: PurgeReport = { purged: [], kept: [] };
+    for (const entry of await this.trashList()) {
+      if (!isPurgeable(entry.trashedAt, this.graceDays, now)) {
+        report.kept.push(entry);
+        continue;
+      }
+      await this.audit.record('purged', entry.id, this.options.trashAddress, { trashedAt: entry.trashedAt });
+      await this.options.trash.delete(entry.id);
+      report.purged.push(entry.id);
+    }
+    return report;
+  }
+
+  /**
+   * Where a session is: in the main store, in the trash, removed as the audit log records, known
+   * to the audit log but missing from the store (`audited-missing`), or unknown.
+   */
+  async locate(id: string): Promise<SessionLocation> {
+    const { store, storeAddress, trash } = this.options;
+    if (await store.has(id)) return { status: 'present', id, store: storeAddress };
+    if (await trash.has(id))
+      return { status: 'trashed', id, entry: this.entryOf((await trash.load(id)).summary) };
+    const history = await this.audit.history(id, storeAddress);
+    const lastEntry = history[history.length - 1];
+    if (lastEntry === undefined) return { status: 'unknown', id };
+    if (lastEntry.action === 'deleted' || lastEntry.action === 'pruned' || lastEntry.action === 'purged') {
+      return { status: 'removed', id, store: storeAddress, lastEntry };
+    }
+    return {
+      status: 'audited-missing',
+      id,
+      store: storeAddress,
+      lastEntry,
+      message: `session ${id}: audited but missing from ${storeAddress} (last audit entry: ${lastEntry.action} at ${lastEntry.time})`,
+    };
+  }
+
+  private entryOf(summary: SessionSummary): TrashEntry {
+    const info = trashInfoOf(summary);
+    const trashedAt = typeof info?.trashedAt === 'string' ? info.trashedAt : summary.updatedAt;
+    const original = info?.attrs;
+    const shown: SessionSummary = { ...summary };
+    if (typeof original === 'object' && original !== null && !Array.isArray(original)) shown.attrs = original;
+    else delete shown.attrs;
+    return {
+      id: summary.id,
+      trashedAt,
+      purgeAfter: new Date(Date.parse(trashedAt) + this.graceDays * DAY_MS).toISOString(),
+      reason: typeof info?.reason === 'string' ? info.reason : 'unknown',
+      from: typeof info?.from === 'string' ? info.from : 'unknown',
+      summary: shown,
+    };
+  }
+
+  /** Copy into the trash (verified), record, then delete from the main store: crash-safe order. */
+  private async moveToTrash(
+    id: string,
+    reason: 'pruned' | 'deleted',
+    now: Date,
+    details: { [key: string]: JsonValue },
+  ): Promise<TrashEntry> {
+    const { store, storeAddress, trash, trashAddress } = this.options;
+    const trashedAt = now.toISOString();
+    const copy = await copySession(store, trash, id, {
+      attrs: (original) => ({
+        [TRASH_ATTR]: {
+          trashedAt,
+          reason,
+          from: storeAddress,
+          ...(original !== undefined && { attrs: original }),
+        },
+      }),
+    });
+    await this.audit.record(reason, id, storeAddress, {
+      ...details,
+      trash: trashAddress,
+      events: copy.events,
+      hash: copy.hash,
+    });
+    await store.delete(id);
+    return this.entryOf((await trash.load(id)).summary);
+  }
+}
+
+/** Opens the lifecycle over a main store and a trash store; creates `home` (0700). */
+export async function openLifecycle(options: LifecycleOptions): Promise<Lifecycle> {
+  await ensurePrivateDir(options.home);
+  return new Lifecycle(options);
+}
