@@ -1,0 +1,73 @@
+import type { FileSystem, JsonObject, SessionStore } from '@tidemark/core';
+
+/**
+ * A backend that does all its file access through the core {@link FileSystem} port (like
+ * `@tidemark/jsonl`). The harness hands it a FaultyFs or a CrashFs and reopens it after each fault.
+ */
+export interface FsHarnessDriver {
+  name: string;
+  kind: 'fs';
+  /** Opens a store rooted at `root` on `fs`. The harness creates `root` beforehand. */
+  open(target: { fs: FileSystem; root: string }): Promise<SessionStore>;
+  /** Real-disk faults (SIGKILL, ENOTDIR, EACCES); omitted: those rows are `n/a`. */
+  real?: RealFaultSupport;
+  /** Extra real faults this backend knows how to cause (e.g. corrupting its own files). */
+  realFaults?: readonly RealFaultCase[];
+}
+
+/** Throw from it to inject a fault before the named engine step; return to let the step run. */
+export type StepInjector = (step: string, detail?: string) => void;
+
+/** Fresh storage of an engine backend; stores opened over it share data, as restarts would. */
+export interface EngineStorage {
+  /** Opens a store; when `inject` is given, the backend calls it before each storage step. */
+  open(inject?: StepInjector): Promise<SessionStore>;
+  /** Frees everything `open` created. */
+  destroy(): Promise<void>;
+}
+
+/**
+ * A backend whose storage the harness cannot see as files (memory, SQLite, a server): faults are
+ * injected at its own steps through a {@link StepInjector}, and crashes are real SIGKILLs.
+ */
+export interface EngineHarnessDriver {
+  name: string;
+  kind: 'engine';
+  /** Makes fresh, empty storage. */
+  create(): Promise<EngineStorage>;
+  /** Whether `open(inject)` really calls `inject` (false: the error sweep rows are `n/a`). */
+  injectsSteps?: boolean;
+  real?: RealFaultSupport;
+  realFaults?: readonly RealFaultCase[];
+}
+
+/** Any driver the harness accepts. */
+export type HarnessDriver = FsHarnessDriver | EngineHarnessDriver;
+
+/**
+ * How to open the backend on the real disk, in this process and in child processes (which import
+ * built code: run the harness after `pnpm build`).
+ */
+export interface RealFaultSupport {
+  /** Whether a location is a directory (JSONL root) or a file (SQLite database). */
+  location: 'dir' | 'file';
+  /** Module specifier the child process imports (resolved from this package), e.g. `@tidemark/jsonl`. */
+  module: string;
+  /** Name of the async factory exported by `module`, e.g. `openJsonlStore`. */
+  factory: string;
+  /** The factory's options for a location (must be JSON: it crosses a process boundary). */
+  options(location: string): JsonObject;
+}
+
+/** A backend-specific real fault: damage the storage at `location`, then the harness checks invariants. */
+export interface RealFaultCase {
+  /** Report row, e.g. `sqlite: truncated file`. */
+  name: string;
+  /**
+   * Called with a location holding acknowledged sessions, store closed. Damages it and returns
+   * `lost: true` when the damage may legitimately destroy data (then the store must surface an
+   * error instead of absence, but loss itself is not counted).
+   * May return a `release` function, called after the checks (e.g. to drop a lock held by a child).
+   */
+  inflict(location: string): Promise<{ destructive: boolean; release?: () => Promise<void> }>;
+}

@@ -1,0 +1,40 @@
+import { constants } from 'node:os';
+
+/** The errno classes every error sweep injects (SPEC §7.1). */
+export const SWEEP_ERRNOS = ['ENOTDIR', 'EACCES', 'EPERM', 'EIO', 'ENOSPC', 'EROFS', 'EMFILE', 'EISDIR'] as const;
+
+/** One of the injected errno names. */
+export type ErrnoName = (typeof SWEEP_ERRNOS)[number];
+
+const MESSAGES: Record<ErrnoName, string> = {
+  ENOTDIR: 'not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EIO: 'i/o error',
+  ENOSPC: 'no space left on device',
+  EROFS: 'read-only file system',
+  EMFILE: 'too many open files',
+  EISDIR: 'illegal operation on a directory',
+};
+
+/** An `Error` shaped like the ones `node:fs` throws: `code`, negative `errno`, `syscall`, `path`. */
+export interface ErrnoError extends Error {
+  code: ErrnoName;
+  errno: number;
+  syscall: string;
+  path?: string;
+}
+
+/**
+ * Makes an error indistinguishable, for a backend, from the one Node would raise for `code`
+ * during `syscall` on `path`.
+ */
+export function makeErrnoError(code: ErrnoName, syscall: string, path?: string): ErrnoError {
+  const where = path === undefined ? '' : `, ${syscall} '${path}'`;
+  const error = new Error(`${code}: ${MESSAGES[code]}${where}`) as ErrnoError;
+  error.code = code;
+  error.errno = -(constants.errno[code] ?? 5);
+  error.syscall = syscall;
+  if (path !== undefined) error.path = path;
+  return error;
+}

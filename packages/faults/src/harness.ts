@@ -1,0 +1,87 @@
+import type { CrashStateLimits } from './crash-fs.js';
+import type { HarnessDriver } from './driver.js';
+import { type ErrnoName, SWEEP_ERRNOS } from './errno.js';
+import { type RealFaultOptions, runRealFaults } from './real.js';
+import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
+import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+
+/** Options of {@link runFaultHarness}. */
+export interface HarnessOptions {
+  /**
+   * CI-sized run: errnos EIO, ENOTDIR, EACCES and ENOSPC once and EIO persistent, crash points
+   * after sync-family and directory operations only, fewer kills. Full by default.
+   */
+  quick?: boolean;
+  /** Errnos injected once at every operation (default: all of SPEC §7.1, or the quick set). */
+  errnos?: readonly ErrnoName[];
+  /** Errnos injected persistently from every operation on (default: all, or EIO when quick). */
+  persistentErrnos?: readonly ErrnoName[];
+  /** Skip phases: `errors`, `crash`, `real`. */
+  skip?: readonly ('errors' | 'crash' | 'real')[];
+  /** SIGKILLs per backend (default 200, quick 20). */
+  kills?: number;
+  /** Scratch directory for real-disk faults (default: a fresh one under the OS temp dir). */
+  scratchDir?: string;
+  /** Bounds of crash-state enumeration. */
+  crashLimits?: CrashStateLimits;
+  /** Called as runs complete, for a progress indicator. */
+  progress?: Progress;
+}
+
+const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
+
+/**
+ * Puts one or more backends through the storage-fault harness (SPEC §7): error sweeps, crash sweeps
+ * and real faults, checking the invariants after every fault against the memory model. Resolves a
+ * report; `report.failures` is empty when every cell passed.
+ *
+ * @example
+ * ```ts
+ * const report = await runFaultHarness(myDriver, { quick: true });
+ * expect(report.failures).toEqual([]);
+ * ```
+ */
+export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessDriver[], options: HarnessOptions = {}): Promise<HarnessReport> {
+  const started = new Date();
+  const quick = options.quick ?? false;
+  const errnos = options.errnos ?? (quick ? QUICK_ERRNOS : SWEEP_ERRNOS);
+  const persistentErrnos = options.persistentErrnos ?? (quick ? ['EIO'] : SWEEP_ERRNOS);
+  const skip = new Set(options.skip ?? []);
+  const report = new ReportBuilder();
+  const totals: BackendTotals[] = [];
+  for (const driver of Array.isArray(drivers) ? drivers : [drivers as HarnessDriver]) {
+    const t0 = Date.now();
+    const total: BackendTotals = { backend: driver.name, operationsSwept: 0, runs: 0, crashStates: 0, crashPoints: 0, kills: 0, killAcks: 0, durationMs: 0 };
+    if (!skip.has('errors')) {
+      if (driver.kind === 'fs') {
+        const swept = await errorSweepFs(driver, report, errnos, persistentErrnos, options.progress);
+        total.operationsSwept = swept.operations;
+        total.runs = swept.runs;
+      } else if (driver.injectsSteps) {
+        const swept = await errorSweepEngine(driver, report, errnos, persistentErrnos, options.progress);
+        total.operationsSwept = swept.operations;
+        total.runs = swept.runs;
+      } else {
+        report.notApplicable(driver.name, 'injected errors', 'no step injector; see real faults');
+      }
+    }
+    if (!skip.has('crash')) {
+      if (driver.kind === 'fs') {
+        const swept = await crashSweepFs(driver, report, { syncOnly: quick, ...(options.crashLimits && { limits: options.crashLimits }) }, options.progress);
+        total.crashPoints = swept.points;
+        total.crashStates = swept.states;
+      } else {
+        report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+      }
+    }
+    if (!skip.has('real')) {
+      const realOptions: RealFaultOptions = { kills: options.kills ?? (quick ? 20 : 200), ...(options.scratchDir && { scratchDir: options.scratchDir }), ...(options.progress && { progress: options.progress }) };
+      const real = await runRealFaults(driver, report, realOptions);
+      total.kills = real.kills;
+      total.killAcks = real.acks;
+    }
+    total.durationMs = Date.now() - t0;
+    totals.push(total);
+  }
+  return report.build(quick, started, totals);
+}

@@ -1,0 +1,18 @@
+/**
+ * @packageDocumentation
+ * The storage-fault harness of tidemark (SPEC §7): FaultyFs (errno errors, short writes, slow
+ * syncs), CrashFs (power loss), error and crash sweeps, real faults, and a report matrix.
+ */
+export * from './crash-fs.js';
+export * from './driver.js';
+export * from './errno.js';
+export * from './faulty-fs.js';
+export * from './harness.js';
+export * from './memfs-fs.js';
+export * from './memory-driver.js';
+export * from './model.js';
+export * from './real.js';
+export * from './report.js';
+export * from './runner.js';
+export * from './sweeps.js';
+export * from './workload.js';

@@ -1,0 +1,91 @@
+import type { FileHandlePort, FileSystem, OpenFlags, StatPort } from '@tidemark/core';
+import { Volume } from 'memfs';
+
+type MemfsHandle = Awaited<ReturnType<Volume['promises']['open']>>;
+
+class MemfsFileHandle implements FileHandlePort {
+  constructor(private readonly handle: MemfsHandle) {}
+  async read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    const { bytesRead } = await this.handle.read(buffer, offset, length, position);
+    return bytesRead;
+  }
+  async write(buffer: Uint8Array, offset: number, length: number, position: number | null): Promise<number> {
+    const { bytesWritten } = await this.handle.write(buffer, offset, length, position ?? undefined);
+    return bytesWritten;
+  }
+  async datasync(): Promise<void> {
+    await this.handle.datasync();
+  }
+  async sync(): Promise<void> {
+    // memfs's handle types lack sync(); its datasync is the same no-op.
+    await this.handle.datasync();
+  }
+  async truncate(length: number): Promise<void> {
+    await this.handle.truncate(length);
+  }
+  async size(): Promise<number> {
+    return Number((await this.handle.stat()).size);
+  }
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+}
+
+/**
+ * A {@link FileSystem} over a memfs `Volume`: fast, isolated storage for sweeps. memfs has a no-op
+ * fsync and does not follow O_NOFOLLOW, so durability and link safety are modelled elsewhere
+ * (CrashFs), not here.
+ */
+export function memfsFileSystem(volume: Volume = new Volume()): FileSystem & { volume: Volume } {
+  const p = volume.promises;
+  return {
+    volume,
+    async open(path: string, flags: OpenFlags, mode = 0o600): Promise<FileHandlePort> {
+      return new MemfsFileHandle(await p.open(path, flags, mode));
+    },
+    async readFile(path: string): Promise<Uint8Array> {
+      const data = await p.readFile(path);
+      return typeof data === 'string' ? Buffer.from(data) : new Uint8Array(data);
+    },
+    async link(existingPath: string, newPath: string): Promise<void> {
+      await p.link(existingPath, newPath);
+    },
+    async rename(oldPath: string, newPath: string): Promise<void> {
+      await p.rename(oldPath, newPath);
+    },
+    async unlink(path: string): Promise<void> {
+      await p.unlink(path);
+    },
+    async mkdir(path: string, options: { recursive?: boolean; mode?: number } = {}): Promise<void> {
+      await p.mkdir(path, { recursive: options.recursive ?? false, mode: options.mode ?? 0o700 });
+    },
+    async rmdir(path: string): Promise<void> {
+      await p.rmdir(path);
+    },
+    async readdir(path: string): Promise<string[]> {
+      return ((await p.readdir(path)) as unknown[]).map(String);
+    },
+    async lstat(path: string): Promise<StatPort> {
+      const s = await p.lstat(path);
+      return {
+        size: Number(s.size),
+        mtimeMs: Number(s.mtimeMs),
+        mode: Number(s.mode),
+        isFile: () => s.isFile(),
+        isDirectory: () => s.isDirectory(),
+        isSymbolicLink: () => s.isSymbolicLink(),
+      };
+    },
+    async syncDir(path: string): Promise<void> {
+      // memfs keeps nothing to flush, but a real syncDir fails on a missing path or a file.
+      const s = await p.stat(path);
+      if (!s.isDirectory()) {
+        const error = new Error(`ENOTDIR: not a directory, open '${path}'`) as Error & { code: string; path: string; syscall: string };
+        error.code = 'ENOTDIR';
+        error.path = path;
+        error.syscall = 'open';
+        throw error;
+      }
+    },
+  };
+}

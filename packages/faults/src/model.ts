@@ -1,0 +1,114 @@
+import type { SessionEvent } from '@tidemark/core';
+import { canonicalEvent, sessionId } from './workload.js';
+
+/** What went wrong, in the terms of SPEC §7.4. */
+export type ViolationKind =
+  /** A call rejected with something other than a TidemarkError. */
+  | 'untyped-error'
+  /** has/list/load/update/delete reported absence for a session that exists. */
+  | 'false-absence'
+  /** An acknowledged event is missing or different after the fault was lifted. */
+  | 'lost-event'
+  /** Events no acknowledged or in-doubt batch wrote are presented (a partial or rejected batch). */
+  | 'unacknowledged-visible'
+  /** A session that never existed, or was deleted, is reported as existing. */
+  | 'phantom'
+  /** After the fault was lifted and the store reopened, it could not take the next append. */
+  | 'not-writable';
+
+/** One broken invariant. */
+export interface Violation {
+  kind: ViolationKind;
+  detail: string;
+}
+
+/** Whether a session exists for sure, surely not, or may (a batch or delete in doubt). */
+export type Existence = 'yes' | 'no' | 'maybe';
+
+/** The reference model of one workload session: what was acknowledged, what is in doubt. */
+export class ModelSession {
+  readonly id: string;
+  /** `create` resolved in the current store instance (a pending session). */
+  created = false;
+  /** Canonical text of every acknowledged event, in seq order. */
+  acked: string[] = [];
+  /** Batches in doubt at seq `acked.length` (rejected under a persistent fault, or in flight at a crash). */
+  inDoubt: string[][] = [];
+  deleted: Existence = 'no';
+
+  constructor(
+    readonly key: string,
+    readonly cwd: string | undefined,
+  ) {
+    this.id = sessionId(key);
+  }
+
+  get exists(): Existence {
+    if (this.deleted === 'yes') return 'no';
+    if (this.deleted === 'maybe') return 'maybe';
+    if (this.acked.length > 0) return 'yes';
+    return this.inDoubt.length > 0 ? 'maybe' : 'no';
+  }
+
+  clone(): ModelSession {
+    const copy = new ModelSession(this.key, this.cwd);
+    copy.created = this.created;
+    copy.acked = [...this.acked];
+    copy.inDoubt = this.inDoubt.map((batch) => [...batch]);
+    copy.deleted = this.deleted;
+    return copy;
+  }
+}
+
+/** Result of comparing a loaded log with the model. */
+export interface LogComparison {
+  /** Acknowledged events missing or changed. */
+  lost: number;
+  /** Set when events beyond the acknowledged ones are not exactly one in-doubt batch. */
+  unacknowledged?: string;
+}
+
+/**
+ * Compares a loaded log with the model: every acknowledged event must come first, byte for byte;
+ * what follows must be nothing, or (when `allowInDoubt`) exactly one whole in-doubt batch.
+ * Pure, so that the rule is tested on its own.
+ */
+export function compareLog(model: ModelSession, events: readonly SessionEvent[], allowInDoubt: boolean): LogComparison {
+  const loaded = events.map(canonicalEvent);
+  let matching = 0;
+  while (matching < model.acked.length && loaded[matching] === model.acked[matching]) matching++;
+  const result: LogComparison = { lost: model.acked.length - matching };
+  if (result.lost > 0) return result;
+  const extra = loaded.slice(model.acked.length);
+  if (extra.length === 0) return result;
+  const whole = allowInDoubt && model.inDoubt.some((batch) => batch.length === extra.length && batch.every((e, i) => e === extra[i]));
+  if (!whole) result.unacknowledged = `${extra.length} event(s) after seq ${model.acked.length - 1} that no acknowledged batch wrote`;
+  return result;
+}
+
+/** The model of all workload sessions. */
+export class WorkloadModel {
+  readonly sessions = new Map<string, ModelSession>();
+
+  session(key: string, cwd?: string): ModelSession {
+    let session = this.sessions.get(key);
+    if (session === undefined) {
+      session = new ModelSession(key, cwd);
+      this.sessions.set(key, session);
+    }
+    return session;
+  }
+
+  clone(): WorkloadModel {
+    const copy = new WorkloadModel();
+    for (const [key, session] of this.sessions) copy.sessions.set(key, session.clone());
+    return copy;
+  }
+
+  /** Acknowledged events, all sessions. */
+  get ackedEvents(): number {
+    let n = 0;
+    for (const session of this.sessions.values()) if (session.exists === 'yes') n += session.acked.length;
+    return n;
+  }
+}

@@ -1,0 +1,258 @@
+import { isTidemarkError, type SessionStore, type TidemarkError } from '@tidemark/core';
+import { compareLog, type ModelSession, type Violation, WorkloadModel } from './model.js';
+import { AGENT_WORKLOAD, canonicalEvent, WORKLOAD_CWDS, type WorkloadStep, workloadEvent } from './workload.js';
+
+/** What one run observed. */
+export interface RunOutcome {
+  violations: Violation[];
+  /** Calls that rejected with a TidemarkError. */
+  errorsSurfaced: number;
+  /** Acknowledged events missing after the fault was lifted. */
+  lostEvents: number;
+  /** false-absence violations. */
+  absences: number;
+}
+
+/** A fresh outcome. */
+export function emptyOutcome(): RunOutcome {
+  return { violations: [], errorsSurfaced: 0, lostEvents: 0, absences: 0 };
+}
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; error: TidemarkError | undefined };
+
+/** Options of {@link runWorkload}. */
+export interface WorkloadRunOptions {
+  /**
+   * The fault is spent once it has fired: a rejected append must have left the log as it was, which
+   * is checked with a load right away; then the batch is retried once, as an agent would.
+   */
+  checkFailedAppend: boolean;
+  /** Called with the batch in flight (before the call) and `undefined` once it settled. */
+  onInflight?: (inflight: { session: ModelSession; batch: string[] } | undefined) => void;
+  /** Called before each step, and with `undefined` after the last. */
+  onStep?: (step: WorkloadStep | undefined) => void;
+  /** Stop after this many steps (crash sweeps do not need to run past their crash point). */
+  steps?: readonly WorkloadStep[];
+}
+
+/** Records the violations and counts of one run. */
+export class Checker {
+  readonly outcome = emptyOutcome();
+
+  violation(kind: Violation['kind'], detail: string): void {
+    this.outcome.violations.push({ kind, detail });
+    if (kind === 'false-absence') this.outcome.absences++;
+  }
+
+  async attempt<T>(what: string, call: () => Promise<T>): Promise<Attempt<T>> {
+    try {
+      return { ok: true, value: await call() };
+    } catch (error) {
+      if (isTidemarkError(error)) {
+        // NOT_FOUND is how true absence answers; the model decides whether it was true.
+        if (error.code !== 'NOT_FOUND') this.outcome.errorsSurfaced++;
+        return { ok: false, error };
+      }
+      const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      this.violation('untyped-error', `${what} rejected with a non-TidemarkError: ${text}`);
+      return { ok: false, error: undefined };
+    }
+  }
+
+  /** Checks a has() answer against the model. */
+  has(session: ModelSession, present: boolean, allowResurrection = false): void {
+    if (!present && session.exists === 'yes') this.violation('false-absence', `has(${session.id}) = false for an existing session`);
+    if (present && session.exists === 'no' && !(allowResurrection && session.deleted === 'yes'))
+      this.violation('phantom', `has(${session.id}) = true for a session that does not exist`);
+  }
+
+  /** Checks a load() outcome against the model; returns the acknowledged events missing. */
+  load(session: ModelSession, result: Attempt<{ events: import('@tidemark/core').SessionEvent[] }>, allowInDoubt: boolean, allowResurrection = false): number {
+    if (!result.ok) {
+      if (result.error?.code === 'NOT_FOUND' && session.exists === 'yes')
+        this.violation('false-absence', `load(${session.id}) said NOT_FOUND for an existing session`);
+      return 0;
+    }
+    if (session.exists === 'no' && !(allowResurrection && session.deleted === 'yes')) {
+      this.violation('phantom', `load(${session.id}) returned a session that does not exist`);
+      return 0;
+    }
+    const comparison = compareLog(session, result.value.events, allowInDoubt);
+    if (comparison.lost > 0) {
+      this.outcome.lostEvents += comparison.lost;
+      this.violation('lost-event', `load(${session.id}): ${comparison.lost} acknowledged event(s) missing or changed`);
+    }
+    if (comparison.unacknowledged !== undefined) this.violation('unacknowledged-visible', `load(${session.id}): ${comparison.unacknowledged}`);
+    return comparison.lost;
+  }
+}
+
+function cwdMatches(session: ModelSession, cwd: string | undefined): boolean {
+  return cwd === undefined || session.cwd === cwd;
+}
+
+/**
+ * Runs the agent workload against `store`, updating `model` with what was acknowledged and
+ * checking every answer for false absence and untyped errors as it goes.
+ */
+export async function runWorkload(store: SessionStore, model: WorkloadModel, check: Checker, options: WorkloadRunOptions): Promise<void> {
+  for (const step of options.steps ?? AGENT_WORKLOAD) {
+    options.onStep?.(step);
+    if (step.kind === 'list') {
+      const page = await check.attempt('list', () => store.list(step.cwd === undefined ? {} : { cwd: step.cwd }));
+      if (page.ok) checkList(check, model, page.value, step.cwd, false);
+      continue;
+    }
+    const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
+    switch (step.kind) {
+      case 'create': {
+        const created = await check.attempt(`create(${session.id})`, () => store.create({ id: session.id, ...step.init }));
+        if (created.ok) session.created = true;
+        break;
+      }
+      case 'append':
+        await appendWithRetry(store, session, step.types, check, options);
+        break;
+      case 'update': {
+        const updated = await check.attempt(`update(${session.id})`, () => store.update(session.id, step.patch));
+        if (!updated.ok && updated.error?.code === 'NOT_FOUND' && session.exists === 'yes')
+          check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+        break;
+      }
+      case 'has': {
+        const has = await check.attempt(`has(${session.id})`, () => store.has(session.id));
+        if (has.ok) check.has(session, has.value);
+        break;
+      }
+      case 'load': {
+        const loaded = await check.attempt(`load(${session.id})`, () => store.load(session.id));
+        check.load(session, loaded, true);
+        break;
+      }
+      case 'delete': {
+        const existed = session.exists;
+        const deleted = await check.attempt(`delete(${session.id})`, () => store.delete(session.id));
+        if (deleted.ok) {
+          session.deleted = 'yes';
+          session.created = false;
+        } else if (deleted.error?.code === 'NOT_FOUND') {
+          if (existed === 'yes') check.violation('false-absence', `delete(${session.id}) said NOT_FOUND for an existing session`);
+        } else if (existed !== 'no' || session.created) {
+          session.deleted = 'maybe';
+        }
+        break;
+      }
+    }
+  }
+  options.onStep?.(undefined);
+}
+
+async function appendWithRetry(
+  store: SessionStore,
+  session: ModelSession,
+  types: readonly string[],
+  check: Checker,
+  options: WorkloadRunOptions,
+): Promise<void> {
+  if (session.deleted !== 'no') return; // the workload does not write to a deleted session
+  const events = types.map((type, i) => workloadEvent(session.key, session.acked.length + i, type));
+  const batch = events.map(canonicalEvent);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    options.onInflight?.({ session, batch });
+    const result = await check.attempt(`append(${session.id})`, () => store.append(session.id, events));
+    options.onInflight?.(undefined);
+    if (result.ok) {
+      session.acked.push(...batch);
+      session.inDoubt = [];
+      return;
+    }
+    if (result.error?.code === 'NOT_FOUND') {
+      if (session.exists === 'yes') check.violation('false-absence', `append(${session.id}) said NOT_FOUND for an existing session`);
+      if (!session.created) return; // neither created nor stored: NOT_FOUND is the truth
+    }
+    if (!session.inDoubt.some((b) => b.length === batch.length && b.every((e, i) => e === batch[i]))) session.inDoubt.push(batch);
+    if (options.checkFailedAppend && attempt === 0) {
+      // SPEC §4: a failed append leaves the log as it was. The fault is spent, so look now.
+      const loaded = await check.attempt(`load(${session.id}) after a failed append`, () => store.load(session.id));
+      check.load(session, loaded, false);
+    }
+  }
+}
+
+/** Checks a list page: every existing session of the filter is listed or reported as a problem. */
+export function checkList(
+  check: Checker,
+  model: WorkloadModel,
+  page: { sessions: { id: string }[]; problems: { id: string }[] },
+  cwd: string | undefined,
+  afterLift: boolean,
+  allowResurrection = false,
+): void {
+  const listed = new Set(page.sessions.map((s) => s.id));
+  const problems = new Set(page.problems.map((p) => p.id));
+  for (const session of model.sessions.values()) {
+    if (!cwdMatches(session, cwd)) continue;
+    if (session.exists === 'yes' && !listed.has(session.id)) {
+      if (!problems.has(session.id)) check.violation('false-absence', `list(${cwd ?? ''}) left out existing session ${session.id}`);
+      else if (afterLift) {
+        check.outcome.lostEvents += session.acked.length;
+        check.violation('lost-event', `list() reports ${session.id} as a problem after the fault was lifted`);
+      }
+    }
+  }
+  const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
+  for (const id of listed) {
+    const session = known.get(id);
+    if (session !== undefined && session.exists === 'no' && !(allowResurrection && session.deleted === 'yes'))
+      check.violation('phantom', `list() shows ${id}, which does not exist`);
+  }
+}
+
+/** Options of {@link verifyAfterLift}. */
+export interface VerifyOptions {
+  /** After a crash, the in-flight batch may be whole or absent, and an unsynced delete may be undone. */
+  crash: boolean;
+}
+
+/**
+ * The invariants after the fault is lifted and the store reopened (SPEC §7.4): every acknowledged
+ * batch present byte for byte, nothing unacknowledged presented, no false absence, and the store
+ * takes the next append.
+ */
+export async function verifyAfterLift(store: SessionStore, model: WorkloadModel, check: Checker, options: VerifyOptions): Promise<void> {
+  const allowInDoubt = true;
+  let writableKey: { session: ModelSession; nextSeq: number } | undefined;
+  for (const session of model.sessions.values()) {
+    session.created = false; // a reopened store has no pending sessions
+    const has = await check.attempt(`has(${session.id}) after lift`, () => store.has(session.id));
+    if (has.ok) check.has(session, has.value, options.crash);
+    else if (session.exists === 'yes') {
+      check.outcome.lostEvents += session.acked.length;
+      check.violation('lost-event', `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`);
+    }
+    const loaded = await check.attempt(`load(${session.id}) after lift`, () => store.load(session.id));
+    if (!loaded.ok && loaded.error?.code !== 'NOT_FOUND' && session.exists === 'yes') {
+      check.outcome.lostEvents += session.acked.length;
+      check.violation('lost-event', `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`);
+      continue;
+    }
+    check.load(session, loaded, allowInDoubt, options.crash);
+    if (loaded.ok && session.exists !== 'no' && writableKey === undefined) writableKey = { session, nextSeq: loaded.value.events.length };
+  }
+  const page = await check.attempt('list after lift', () => store.list());
+  if (page.ok) checkList(check, model, page.value, undefined, true, options.crash);
+  else check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
+  // The store accepts the next append: on an existing session and on a new one.
+  if (writableKey !== undefined) {
+    const { session, nextSeq } = writableKey;
+    const events = [workloadEvent(session.key, nextSeq, 'user/message'), workloadEvent(session.key, nextSeq + 1, 'turn/end')];
+    const appended = await check.attempt(`append(${session.id}) after lift`, () => store.append(session.id, events));
+    if (!appended.ok) check.violation('not-writable', `append(${session.id}) at seq ${nextSeq} fails after the fault was lifted: ${appended.error?.message ?? ''}`);
+  }
+  const fresh = `sess-after-${model.sessions.size}`;
+  const created = await check.attempt('create after lift', () => store.create({ id: fresh }));
+  const appended = created.ok
+    ? await check.attempt('append after lift', () => store.append(fresh, [workloadEvent('after', 0, 'user/message'), workloadEvent('after', 1, 'turn/end')]))
+    : created;
+  if (!appended.ok) check.violation('not-writable', `a new session cannot be written after the fault was lifted: ${appended.error?.message ?? ''}`);
+}

@@ -1,0 +1,224 @@
+import type { FileSystem, SessionStore } from '@tidemark/core';
+import { CrashFs, type CrashPoint, type CrashStateLimits, enumerateCrashStates, materialize } from './crash-fs.js';
+import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
+import { type ErrnoName, makeErrnoError } from './errno.js';
+import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
+import { memfsFileSystem } from './memfs-fs.js';
+import { WorkloadModel } from './model.js';
+import type { ReportBuilder } from './report.js';
+import { Checker, runWorkload, verifyAfterLift } from './runner.js';
+import type { WorkloadStep } from './workload.js';
+
+/** Where fs-kind stores are rooted inside the in-memory volumes. */
+export const SWEEP_ROOT = '/store/sessions';
+
+/** One fault of an error sweep. */
+export interface ErrorFault {
+  /** 1-based call number. */
+  at: number;
+  errno: ErrnoName;
+  mode: 'once' | 'persistent';
+  shortWrite?: boolean;
+}
+
+/** Report row of an error fault. */
+export function errorFaultClass(fault: ErrorFault): string {
+  return fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`;
+}
+
+/** Progress callback: `done` of `total` runs of a phase. */
+export type Progress = (phase: string, done: number, total: number) => void;
+
+/**
+ * Plans an error sweep from the operations the workload performs: every operation × every errno,
+ * once and persistent, plus a short write at every write. Pure.
+ */
+export function planErrorSweep(
+  ops: readonly string[],
+  errnos: readonly ErrnoName[],
+  persistentErrnos: readonly ErrnoName[],
+  shortWrites = true,
+): ErrorFault[] {
+  const faults: ErrorFault[] = [];
+  ops.forEach((op, i) => {
+    for (const errno of errnos) faults.push({ at: i + 1, errno, mode: 'once' });
+    for (const errno of persistentErrnos) faults.push({ at: i + 1, errno, mode: 'persistent' });
+    if (shortWrites && op === 'write') faults.push({ at: i + 1, errno: 'ENOSPC', mode: 'once', shortWrite: true });
+  });
+  return faults;
+}
+
+async function closeQuietly(check: Checker, store: SessionStore): Promise<void> {
+  await check.attempt('close', () => store.close());
+}
+
+/** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
+export async function runFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], steps?: readonly WorkloadStep[]) {
+  const base = memfsFileSystem();
+  await base.mkdir(SWEEP_ROOT, { recursive: true });
+  const faulty = new FaultyFs(base, { plans });
+  const model = new WorkloadModel();
+  const check = new Checker();
+  const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
+  const opened = await check.attempt('open', () => driver.open({ fs: faulty.fs, root: SWEEP_ROOT }));
+  if (opened.ok) {
+    await runWorkload(opened.value, model, check, { checkFailedAppend: once && plans.length > 0, ...(steps && { steps }) });
+    await closeQuietly(check, opened.value);
+  }
+  faulty.lift();
+  await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT }), model, check, false);
+  return { check, trace: faulty.trace, injected: faulty.injected };
+}
+
+async function reopenAndVerify(open: () => Promise<SessionStore>, model: WorkloadModel, check: Checker, crash: boolean): Promise<void> {
+  const reopened = await check.attempt('reopen after lift', open);
+  if (!reopened.ok) {
+    check.outcome.lostEvents += model.ackedEvents;
+    check.violation('not-writable', `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`);
+    return;
+  }
+  await verifyAfterLift(reopened.value, model, check, { crash });
+  await closeQuietly(check, reopened.value);
+}
+
+/** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */
+export async function errorSweepFs(
+  driver: FsHarnessDriver,
+  report: ReportBuilder,
+  errnos: readonly ErrnoName[],
+  persistentErrnos: readonly ErrnoName[],
+  progress?: Progress,
+): Promise<{ operations: number; runs: number }> {
+  const baseline = await runFsOnce(driver, []);
+  report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
+  const ops = baseline.trace.map((entry) => entry.op);
+  const faults = planErrorSweep(ops, errnos, persistentErrnos);
+  let done = 0;
+  for (const fault of faults) {
+    const plan: FaultPlan = { at: fault.at, errno: fault.errno, mode: fault.mode, ...(fault.shortWrite && { kind: 'short-write' as const }) };
+    const run = await runFsOnce(driver, [plan]);
+    const entry = baseline.trace[fault.at - 1];
+    const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
+    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
+    progress?.(`${driver.name} error sweep`, ++done, faults.length);
+  }
+  return { operations: ops.length, runs: faults.length + 1 };
+}
+
+/** Runs the workload once on an engine driver, failing steps as `fault` says. */
+export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFault | undefined) {
+  const storage = await driver.create();
+  const steps: string[] = [];
+  let lifted = false;
+  let injected = 0;
+  const inject = (step: string, detail?: string) => {
+    if (lifted) return;
+    steps.push(step);
+    if (fault === undefined) return;
+    const n = steps.length;
+    if (fault.mode === 'persistent' ? n >= fault.at : n === fault.at) {
+      injected++;
+      throw makeErrnoError(fault.errno, step, detail);
+    }
+  };
+  const model = new WorkloadModel();
+  const check = new Checker();
+  try {
+    const opened = await check.attempt('open', () => storage.open(inject));
+    if (opened.ok) {
+      await runWorkload(opened.value, model, check, { checkFailedAppend: fault !== undefined && fault.mode === 'once' });
+      await closeQuietly(check, opened.value);
+    }
+    lifted = true;
+    await reopenAndVerify(() => storage.open(), model, check, false);
+  } finally {
+    await storage.destroy();
+  }
+  return { check, steps, injected };
+}
+
+/** Error sweep of an engine driver through its step injector. */
+export async function errorSweepEngine(
+  driver: EngineHarnessDriver,
+  report: ReportBuilder,
+  errnos: readonly ErrnoName[],
+  persistentErrnos: readonly ErrnoName[],
+  progress?: Progress,
+): Promise<{ operations: number; runs: number }> {
+  const baseline = await runEngineOnce(driver, undefined);
+  report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
+  const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
+  let done = 0;
+  for (const fault of faults) {
+    const run = await runEngineOnce(driver, fault);
+    const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
+    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
+    progress?.(`${driver.name} error sweep`, ++done, faults.length);
+  }
+  return { operations: baseline.steps.length, runs: faults.length + 1 };
+}
+
+interface RecordedCrash {
+  point: CrashPoint;
+  model: WorkloadModel;
+}
+
+/**
+ * Crash sweep of an fs-kind driver: runs the workload on a CrashFs, freezes the disk after every
+ * operation (or, with `syncOnly`, after every sync-family operation and every directory change),
+ * then reopens the store on every crash state of every point and checks the invariants.
+ */
+export async function crashSweepFs(
+  driver: FsHarnessDriver,
+  report: ReportBuilder,
+  options: { syncOnly: boolean; limits?: CrashStateLimits },
+  progress?: Progress,
+): Promise<{ points: number; states: number }> {
+  const model = new WorkloadModel();
+  const recorded: RecordedCrash[] = [];
+  let recording = false;
+  let inflight: { key: string; batch: string[] } | undefined;
+  let currentStep: WorkloadStep | undefined;
+  const crashFs: CrashFs = new CrashFs((_index, op) => {
+    if (!recording || (options.syncOnly && !SYNC_OPS.has(op) && !['rename', 'link', 'unlink', 'truncate'].includes(op))) return;
+    const snapshot = model.clone();
+    if (inflight !== undefined) snapshot.session(inflight.key).inDoubt.push(inflight.batch);
+    if (currentStep?.kind === 'delete') {
+      const session = snapshot.session(currentStep.key);
+      if (session.exists !== 'no') session.deleted = 'maybe';
+    }
+    recorded.push({ point: crashFs.crashPoint(op), model: snapshot });
+  });
+  await crashFs.mkdir(SWEEP_ROOT, { recursive: true });
+  crashFs.checkpoint();
+  recording = true;
+  const check = new Checker();
+  const opened = await check.attempt('open', () => driver.open({ fs: crashFs, root: SWEEP_ROOT }));
+  if (opened.ok) {
+    await runWorkload(opened.value, model, check, {
+      checkFailedAppend: false,
+      onInflight: (entry) => {
+        inflight = entry === undefined ? undefined : { key: entry.session.key, batch: entry.batch };
+      },
+      onStep: (step) => {
+        currentStep = step;
+      },
+    });
+    await closeQuietly(check, opened.value);
+  }
+  recording = false;
+  report.add(driver.name, 'crash (power loss)', 'workload on CrashFs', check.outcome, false);
+  let states = 0;
+  let done = 0;
+  for (const { point, model: pointModel } of recorded) {
+    for (const state of enumerateCrashStates(point, options.limits)) {
+      const fs: FileSystem = materialize(state);
+      const stateCheck = new Checker();
+      await reopenAndVerify(() => driver.open({ fs, root: SWEEP_ROOT }), pointModel.clone(), stateCheck, true);
+      report.add(driver.name, 'crash (power loss)', `crash after op ${point.afterOp} (${point.op}), ${state.label}`, stateCheck.outcome, true);
+      states++;
+    }
+    progress?.(`${driver.name} crash sweep`, ++done, recorded.length);
+  }
+  return { points: recorded.length, states };
+}

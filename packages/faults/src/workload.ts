@@ -1,0 +1,77 @@
+import type { CreateInit, JsonValue, SessionEvent, SummaryPatch } from '@tidemark/core';
+
+/** One step of the harness workload. Session keys name fixed ids so that runs are repeatable. */
+export type WorkloadStep =
+  | { kind: 'create'; key: string; init: Omit<CreateInit, 'id'> }
+  | { kind: 'append'; key: string; types: readonly string[] }
+  | { kind: 'update'; key: string; patch: SummaryPatch }
+  | { kind: 'has'; key: string }
+  | { kind: 'load'; key: string }
+  | { kind: 'list'; cwd?: string }
+  | { kind: 'delete'; key: string };
+
+/** The id a workload key stands for. */
+export function sessionId(key: string): string {
+  return `sess-${key}`;
+}
+
+/** cwd of each session, so that `list({ cwd })` is exercised. */
+export const WORKLOAD_CWDS: Record<string, string | undefined> = { a: '/work/proj-a', b: '/work/proj-b', c: undefined, z: '/work/proj-a' };
+
+/**
+ * A small agent workload (ACE/CrashMonkey: most crash bugs need three operations or fewer): three
+ * sessions, multi-event turns, an update, lists, an interrupted turn, a delete. 7 appends.
+ */
+export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
+  { kind: 'create', key: 'a', init: { cwd: WORKLOAD_CWDS.a!, title: 'fix the build' } },
+  { kind: 'append', key: 'a', types: ['user/message', 'tool/call', 'tool/result', 'turn/end'] },
+  { kind: 'create', key: 'b', init: { cwd: WORKLOAD_CWDS.b! } },
+  { kind: 'update', key: 'b', patch: { tags: ['pending'] } },
+  { kind: 'append', key: 'b', types: ['user/message', 'assistant/message', 'turn/end'] },
+  { kind: 'update', key: 'a', patch: { title: 'fix the build (ci)', tags: ['ci'] } },
+  { kind: 'append', key: 'a', types: ['user/message', 'tool/call', 'tool/result', 'turn/end'] },
+  { kind: 'has', key: 'a' },
+  { kind: 'list' },
+  { kind: 'create', key: 'c', init: {} },
+  { kind: 'append', key: 'c', types: ['user/message', 'turn/end'] },
+  { kind: 'append', key: 'b', types: ['user/message', 'tool/call'] },
+  { kind: 'load', key: 'b' },
+  { kind: 'delete', key: 'c' },
+  { kind: 'append', key: 'a', types: ['user/message', 'turn/end'] },
+  { kind: 'list', cwd: WORKLOAD_CWDS.a! },
+  { kind: 'has', key: 'c' },
+  { kind: 'append', key: 'b', types: ['tool/result', 'turn/end'] },
+  { kind: 'load', key: 'a' },
+];
+
+/**
+ * The event a workload writes at `seq` of session `key`: deterministic, so that a parent process
+ * can check what a killed child acknowledged byte for byte. `attempt` varies the payload of a
+ * batch appended again after a failure that left it absent.
+ */
+export function workloadEvent(key: string, seq: number, type: string): SessionEvent {
+  const time = new Date(Date.UTC(2026, 0, 1, 0, 0, seq)).toISOString();
+  let data: JsonValue;
+  switch (type) {
+    case 'user/message':
+      data = { role: 'user', text: `request ${seq} in ${key}: run the tests and fix what fails` };
+      break;
+    case 'tool/call':
+      data = { tool: 'bash', input: { command: `npm test -- --filter=${key}${seq}` }, callId: `call-${key}-${seq}` };
+      break;
+    case 'tool/result':
+      data = { callId: `call-${key}-${seq - 1}`, exitCode: seq % 2, output: 'x'.repeat(40 + seq) };
+      break;
+    case 'turn/end':
+      data = { reason: 'done', usage: { input: 100 + seq, output: 20 + seq } };
+      break;
+    default:
+      data = { text: `step ${seq} of ${key}`, unicode: 'é✓' };
+  }
+  return { seq, type, time, data };
+}
+
+/** The canonical text of an event, for byte-for-byte comparison whatever key order a backend returns. */
+export function canonicalEvent(event: SessionEvent): string {
+  return JSON.stringify({ seq: event.seq, type: event.type, time: event.time, data: event.data });
+}
