@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { CrashFs, contentVariants, cutOffsets, dirOpSubsets, enumerateCrashStates, materialize } from '../src/index.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const dec = (b: Uint8Array | undefined) => (b === undefined ? undefined : new TextDecoder().decode(b));
+
+async function writeFile(fs: CrashFs, path: string, data: string, sync: boolean) {
+  const handle = await fs.open(path, 'a');
+  await handle.write(enc(data), 0, data.length, null);
+  if (sync) await handle.datasync();
+  await handle.close();
+}
+
+async function freshDisk() {
+  const fs = new CrashFs();
+  await fs.mkdir('/d', { recursive: true });
+  fs.checkpoint();
+  return fs;
+}
+
+describe('CrashFs', () => {
+  it('keeps synced data and a synced entry in every crash state', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/log', 'line1\n', true);
+    await fs.syncDir('/d');
+    await writeFile(fs, '/d/log', 'line2\n', false);
+    const states = enumerateCrashStates(fs.crashPoint());
+    expect(states.length).toBeGreaterThan(6);
+    for (const state of states) expect(dec(state.files.get('/d/log'))?.startsWith('line1\n')).toBe(true);
+    const contents = new Set(states.map((s) => dec(s.files.get('/d/log'))));
+    expect(contents).toContain('line1\n');
+    expect(contents).toContain('line1\nline2\n');
+    // Cut at every byte offset of the short pending write.
+    for (let cut = 1; cut < 6; cut++) expect(contents).toContain(`line1\n${'line2\n'.slice(0, cut)}`);
+    expect(contents).toContain('line1\n\0\0\0\0\0\0');
+    expect([...states].some((s) => /garbage/.test(s.label))).toBe(true);
+  });
+
+  it('loses an unsynced directory entry in some state and keeps it in another, even with the file synced', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/new', 'data\n', true);
+    const states = enumerateCrashStates(fs.crashPoint());
+    expect(states.some((s) => !s.files.has('/d/new'))).toBe(true);
+    expect(states.some((s) => dec(s.files.get('/d/new')) === 'data\n')).toBe(true);
+    await fs.syncDir('/d');
+    for (const state of enumerateCrashStates(fs.crashPoint())) expect(dec(state.files.get('/d/new'))).toBe('data\n');
+  });
+
+  it('models an unsynced rename as lost or kept, never both names gone', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/tmp', 'x', true);
+    await fs.syncDir('/d');
+    await fs.rename('/d/tmp', '/d/final');
+    const states = enumerateCrashStates(fs.crashPoint());
+    const names = new Set(states.map((s) => [...s.files.keys()].sort().join(',')));
+    expect(names).toEqual(new Set(['/d/tmp', '/d/final']));
+  });
+
+  it('loses files of a directory whose own creation was not synced', async () => {
+    const fs = await freshDisk();
+    await fs.mkdir('/d/bucket');
+    await writeFile(fs, '/d/bucket/log', 'a\n', true);
+    await fs.syncDir('/d/bucket');
+    const states = enumerateCrashStates(fs.crashPoint());
+    expect(states.some((s) => !s.dirs.has('/d/bucket') && !s.files.has('/d/bucket/log'))).toBe(true);
+    await fs.syncDir('/d');
+    for (const state of enumerateCrashStates(fs.crashPoint())) expect(dec(state.files.get('/d/bucket/log'))).toBe('a\n');
+  });
+
+  it('keeps a truncate volatile until synced', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/log', 'abcdef', true);
+    await fs.syncDir('/d');
+    const handle = await fs.open('/d/log', 'r+');
+    await handle.truncate(2);
+    const contents = new Set(enumerateCrashStates(fs.crashPoint()).map((s) => dec(s.files.get('/d/log'))));
+    expect(contents).toEqual(new Set(['abcdef', 'ab']));
+    await handle.datasync();
+    const after = new Set(enumerateCrashStates(fs.crashPoint()).map((s) => dec(s.files.get('/d/log'))));
+    expect(after).toEqual(new Set(['ab']));
+  });
+
+  it('materializes a state as a working FileSystem with hard links preserved as content', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/log', 'hello\n', true);
+    await fs.link('/d/log', '/d/alias');
+    await fs.syncDir('/d');
+    const [state] = enumerateCrashStates(fs.crashPoint());
+    const disk = materialize(state!);
+    expect((await disk.readdir('/d')).sort()).toEqual(['alias', 'log']);
+    expect(dec(await disk.readFile('/d/alias'))).toBe('hello\n');
+    const h = await disk.open('/d/log', 'a');
+    await h.write(enc('more'), 0, 4, null);
+    await h.close();
+    expect(dec(await disk.readFile('/d/log'))).toBe('hello\nmore');
+  });
+
+  it('reports the live file system as memfs does (errors are real)', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/file', 'x', true);
+    await expect(fs.mkdir('/d/file/sub')).rejects.toMatchObject({ code: 'ENOTDIR' });
+    await expect(fs.open('/d/file', 'wx')).rejects.toMatchObject({ code: 'EEXIST' });
+    await expect(fs.readFile('/d/none')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
+
+describe('crash-state enumeration rules', () => {
+  it('cuts a long write at 0, 1, len-1 and at line boundaries, a short one at every byte', () => {
+    expect(cutOffsets(enc('abc'))).toEqual([0, 1, 2]);
+    const long = enc(`${'a'.repeat(40)}\n${'b'.repeat(40)}\n`);
+    const cuts = cutOffsets(long);
+    for (const c of [0, 1, 40, 41, long.length - 1]) expect(cuts).toContain(c);
+    expect(cuts.length).toBeLessThan(long.length);
+  });
+
+  it('tries every keep/lose subset of few directory operations and a bounded family of many', () => {
+    expect(dirOpSubsets(2)).toHaveLength(4);
+    const many = dirOpSubsets(10);
+    expect(many.length).toBe(11 + 10);
+    expect(many).toContainEqual(Array(10).fill(true));
+    expect(many).toContainEqual(Array(10).fill(false));
+  });
+
+  it('lists durable, whole-prefix, torn and filled contents of a file', () => {
+    const labels = contentVariants({ durable: enc('A'), pending: [{ kind: 'write', position: 1, data: enc('BC') }] }).map((v) => dec(v.bytes));
+    expect(labels).toEqual(['A', 'ABC', 'AB', 'A\0\0', expect.any(String)]);
+  });
+});
