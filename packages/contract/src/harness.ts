@@ -25,11 +25,12 @@ export function violation(message: string): never {
 export interface ResolvedContractOptions {
   modelRuns: number;
   timeout: number;
+  seed: number | undefined;
 }
 
 /** Fills in the defaults of {@link ContractOptions}. */
 export function resolveOptions(options: ContractOptions = {}): ResolvedContractOptions {
-  return { modelRuns: options.modelRuns ?? 50, timeout: options.timeout ?? 30_000 };
+  return { modelRuns: options.modelRuns ?? 50, timeout: options.timeout ?? 30_000, seed: options.seed };
 }
 
 /**

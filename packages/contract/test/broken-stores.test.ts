@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { contractCheck, contractChecks, modelBasedCheck, runContractCheck } from '../src/index.js';
+import { brokenStores } from './fixtures/broken-stores.js';
+import { memoryDriver } from './fixtures/memory-driver.js';
+
+// The kit is only worth something if it notices a broken backend. Each store below wraps the
+// correct memory store and breaks one rule; the checks that name that rule must reject.
+
+describe('the contract notices deliberately broken stores', () => {
+  for (const broken of brokenStores) {
+    describe(broken.name, () => {
+      for (const name of broken.caughtBy) {
+        it(`fails: ${name}`, async () => {
+          const driver = memoryDriver(`broken: ${broken.name}`, broken.wrap);
+          await expect(runContractCheck(contractCheck(name), driver)).rejects.toThrow();
+        });
+      }
+      if (broken.modelCatches) {
+        it('fails the model-based test', async () => {
+          const driver = memoryDriver(`broken: ${broken.name}`, broken.wrap);
+          await expect(runContractCheck(modelBasedCheck(200), driver)).rejects.toThrow(
+            /backend answered|listed before|appeared twice|problems/,
+          );
+        });
+      }
+    });
+  }
+
+  it('a correct store passes every check when run directly', async () => {
+    for (const check of contractChecks) await runContractCheck(check, memoryDriver());
+  });
+
+  it('a pass-through wrapper passes every check, so failures above come from the broken rule', async () => {
+    const driver = memoryDriver('pass-through', (inner) => inner);
+    for (const check of contractChecks) await runContractCheck(check, driver);
+  });
+});
