@@ -522,12 +522,14 @@ function validateOptions(options: unknown): SqliteStoreOptions {
  * symbolic link at the path: writes never follow a planted link (SPEC §5). An existing file is
  * left to SQLite, so a path under a regular file fails as SQLITE_CANTOPEN.
  */
-function prepareFile(file: string): void {
+function prepareFile(file: string): { lstatError?: unknown } {
   let kind: 'absent' | 'link' | 'other';
+  let lstatError: unknown;
   try {
     kind = lstatSync(file).isSymbolicLink() ? 'link' : 'other';
   } catch (error) {
     kind = isENOENT(error) ? 'absent' : 'other';
+    if (kind === 'other') lstatError = error;
   }
   if (kind === 'link') {
     throw new TidemarkError(
@@ -538,7 +540,7 @@ function prepareFile(file: string): void {
       },
     );
   }
-  if (kind !== 'absent') return;
+  if (kind !== 'absent') return lstatError === undefined ? {} : { lstatError };
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     closeSync(
@@ -546,9 +548,10 @@ function prepareFile(file: string): void {
     );
   } catch (error) {
     // Another opener created it between our look and our create: that is fine.
-    if ((error as { code?: unknown }).code === 'EEXIST') return;
+    if ((error as { code?: unknown }).code === 'EEXIST') return {};
     throw toIoError(error, `creating ${file}`);
   }
+  return {};
 }
 
 /**
@@ -564,10 +567,18 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
   const o = validateOptions(options);
   const file = o.path;
   const memory = file === ':memory:';
-  if (!memory) prepareFile(file);
+  const { lstatError } = memory ? {} : prepareFile(file);
   let db: Database.Database | undefined;
   try {
-    db = new Database(file, { timeout: o.busyTimeoutMs ?? 5000 });
+    try {
+      db = new Database(file, { timeout: o.busyTimeoutMs ?? 5000 });
+    } catch (error) {
+      // better-sqlite3 checks the directory itself and throws a bare TypeError; the file system's
+      // own answer (ENOTDIR, EACCES, …) says more.
+      if (error instanceof TypeError && lstatError !== undefined)
+        throw toIoError(lstatError, `opening ${file}`);
+      throw error;
+    }
     if (!memory) {
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal')
