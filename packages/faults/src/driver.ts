@@ -59,15 +59,16 @@ export interface RealFaultSupport {
   options(location: string): JsonObject;
 }
 
-/** A backend-specific real fault: damage the storage at `location`, then the harness checks invariants. */
+/** A backend-specific real fault: damage or constrain the storage at a location, then the harness checks invariants. */
 export interface RealFaultCase {
   /** Report row, e.g. `sqlite: truncated file`. */
   name: string;
   /**
-   * Called with a location holding acknowledged sessions, store closed. Damages it and returns
-   * `lost: true` when the damage may legitimately destroy data (then the store must surface an
-   * error instead of absence, but loss itself is not counted).
-   * May return a `release` function, called after the checks (e.g. to drop a lock held by a child).
+   * Called with a location holding acknowledged sessions, store closed. Inflicts the fault.
+   * `destructive`: the damage may destroy data (corruption), so a typed error is an acceptable
+   * answer and the store is not verified after `release`; absence and silently shortened loads are
+   * still violations. `storeOptions` are merged into the factory options while the fault lasts
+   * (e.g. `maxPageCount`). `release` lifts the fault (e.g. drops a lock held by a child).
    */
-  inflict(location: string): Promise<{ destructive: boolean; release?: () => Promise<void> }>;
+  inflict(location: string): Promise<{ destructive: boolean; storeOptions?: JsonObject; release?: () => Promise<void> }>;
 }

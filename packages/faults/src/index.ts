@@ -16,3 +16,4 @@ export * from './report.js';
 export * from './runner.js';
 export * from './sweeps.js';
 export * from './workload.js';
+export * from './drivers.js';

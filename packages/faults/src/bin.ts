@@ -1,0 +1,80 @@
+#!/usr/bin/env node
+// Runnable entry of the fault harness: `node dist/bin.js [--quick] [--backends memory,jsonl,sqlite] [--out DIR]`.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { HarnessDriver } from './driver.js';
+import { jsonlDriver, sqliteDriver } from './drivers.js';
+import { runFaultHarness } from './harness.js';
+import { memoryDriver } from './memory-driver.js';
+import { formatReportMarkdown, formatReportTable } from './report.js';
+
+/** Parsed command line of the harness entry. */
+export interface HarnessArgs {
+  quick: boolean;
+  backends: string[];
+  out: string;
+  kills?: number;
+}
+
+/** Parses argv (without node and script). Pure. */
+export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
+  const args: HarnessArgs = { quick: false, backends: ['memory', 'jsonl', 'sqlite'], out: '.' };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${arg} needs a value`);
+      return v;
+    };
+    if (arg === '--quick') args.quick = true;
+    else if (arg === '--backends') args.backends = value().split(',').filter(Boolean);
+    else if (arg.startsWith('--backends=')) args.backends = arg.slice(11).split(',').filter(Boolean);
+    else if (arg === '--out') args.out = value();
+    else if (arg.startsWith('--out=')) args.out = arg.slice(6);
+    else if (arg === '--kills') args.kills = Number(value());
+    else throw new Error(`unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite, --out DIR, --kills N)`);
+  }
+  return args;
+}
+
+const DRIVERS: Record<string, () => HarnessDriver> = { memory: memoryDriver, jsonl: () => jsonlDriver(), sqlite: () => sqliteDriver() };
+
+function progressReporter(): (phase: string, done: number, total: number) => void {
+  let lastPhase = '';
+  let lastDraw = 0;
+  return (phase, done, total) => {
+    if (process.stderr.isTTY) {
+      const now = Date.now();
+      if (now - lastDraw < 100 && done !== total) return;
+      lastDraw = now;
+      process.stderr.write(`\r\x1b[K${phase}: ${done}/${total}${done === total ? '\n' : ''}`);
+    } else if (phase !== lastPhase) {
+      lastPhase = phase;
+      process.stderr.write(`${phase}: ${total} runs\n`);
+    }
+  };
+}
+
+async function main(): Promise<number> {
+  const args = parseHarnessArgs(process.argv.slice(2));
+  const drivers = args.backends.map((name) => {
+    const make = DRIVERS[name];
+    if (make === undefined) throw new Error(`unknown backend ${name}; known: ${Object.keys(DRIVERS).join(', ')}`);
+    return make();
+  });
+  const report = await runFaultHarness(drivers, { quick: args.quick, progress: progressReporter(), ...(args.kills !== undefined && { kills: args.kills }) });
+  const out = resolve(args.out);
+  mkdirSync(out, { recursive: true });
+  writeFileSync(join(out, 'harness-report.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(out, 'harness-report.md'), formatReportMarkdown(report));
+  process.stdout.write(`${formatReportTable(report)}\n\nreport written to ${join(out, 'harness-report.{json,md}')}\n`);
+  return report.passed ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`tidemark harness: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  },
+);

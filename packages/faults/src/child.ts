@@ -1,0 +1,104 @@
+// The child process of real-fault runs: a writer to SIGKILL at random instants, a probe that runs
+// as an unprivileged uid, or a holder of an SQLite lock. It is started from the built `dist`.
+import { writeSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
+import { ModelSession, WorkloadModel } from './model.js';
+import { probeStore } from './probe.js';
+import { Checker } from './runner.js';
+import { sessionId, workloadEvent } from './workload.js';
+
+/** What a child is asked to do (passed as JSON in argv[2]). */
+export type ChildRequest =
+  | { mode: 'writer'; module: string; factory: string; options: JsonObject; sessions: number }
+  | { mode: 'probe'; module: string; factory: string; options: JsonObject; model: SerializedSession[]; destructive: boolean }
+  | { mode: 'sqlite-lock'; path: string };
+
+/** A model session as it crosses the process boundary. */
+export interface SerializedSession {
+  key: string;
+  cwd?: string;
+  acked: string[];
+}
+
+/** Event type at a seq of the kill workload: turns of four events. */
+export function killEventType(seq: number): string {
+  return ['user/message', 'tool/call', 'tool/result', 'turn/end'][seq % 4]!;
+}
+
+const say = (line: string) => writeSync(1, `${line}\n`);
+
+async function openStore(module: string, factory: string, options: JsonObject): Promise<SessionStore> {
+  const mod = (await import(module)) as Record<string, (o: JsonObject) => Promise<SessionStore>>;
+  const open = mod[factory];
+  if (typeof open !== 'function') throw new Error(`${module} has no export ${factory}`);
+  return open(options);
+}
+
+async function writer(request: Extract<ChildRequest, { mode: 'writer' }>): Promise<void> {
+  const store = await openStore(request.module, request.factory, request.options);
+  const keys = Array.from({ length: request.sessions }, (_, i) => `k${i}`);
+  const next = new Map<string, number>();
+  for (const key of keys) {
+    try {
+      next.set(key, (await store.load(sessionId(key))).events.length);
+    } catch (error) {
+      if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+      await store.create({ id: sessionId(key) });
+      next.set(key, 0);
+    }
+  }
+  say('ready');
+  for (let i = 0; ; i++) {
+    const key = keys[i % keys.length]!;
+    const from = next.get(key)!;
+    const count = 1 + (i % 3);
+    const events = Array.from({ length: count }, (_, k) => workloadEvent(key, from + k, killEventType(from + k)));
+    say(`try ${key} ${from} ${count}`);
+    await store.append(sessionId(key), events);
+    say(`ack ${key} ${from} ${count}`);
+    next.set(key, from + count);
+  }
+}
+
+async function probe(request: Extract<ChildRequest, { mode: 'probe' }>): Promise<void> {
+  const model = new WorkloadModel();
+  for (const s of request.model) {
+    const session = new ModelSession(s.key, s.cwd);
+    session.acked = s.acked;
+    model.sessions.set(s.key, session);
+  }
+  const check = new Checker();
+  await probeStore(() => openStore(request.module, request.factory, request.options), model, check, request.destructive);
+  say(JSON.stringify(check.outcome));
+}
+
+async function sqliteLock(request: Extract<ChildRequest, { mode: 'sqlite-lock' }>): Promise<void> {
+  // better-sqlite3 is a dependency of @tidemark/sqlite, not of this package: load it from there.
+  const require = createRequire(import.meta.url);
+  const fromSqlite = createRequire(require.resolve('@tidemark/sqlite/package.json'));
+  const Database = fromSqlite('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
+  const db = new Database(request.path);
+  db.exec('BEGIN EXCLUSIVE');
+  say('locked');
+  process.stdin.resume();
+  await new Promise<void>((resolve) => process.stdin.on('end', resolve));
+  db.exec('ROLLBACK');
+  db.close();
+}
+
+async function main(): Promise<void> {
+  const request = JSON.parse(process.argv[2] ?? '{}') as ChildRequest;
+  if (request.mode === 'writer') await writer(request);
+  else if (request.mode === 'probe') await probe(request);
+  else if (request.mode === 'sqlite-lock') await sqliteLock(request);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    const typed = isTidemarkError(error);
+    say(`error ${JSON.stringify({ typed, code: typed ? error.code : undefined, message: error instanceof Error ? error.message : String(error) })}`);
+    process.exit(1);
+  },
+);
