@@ -991,6 +991,13 @@ const lifecycle: ContractCheck[] = [
       );
       expect(await reopened.append('p-1', [ev(3, 'turn/end')])).toEqual({ nextSeq: 4 });
       expect(await reopened.append('p-2', [ev(2, 'note')])).toEqual({ nextSeq: 3 });
+      // An idempotent retry must also be recognised from storage alone, with no memory of the call.
+      expect(await reopened.append('p-1', [ev(3, 'turn/end')]), 'retry after reopen').toEqual({ nextSeq: 4 });
+      await expectCode(
+        reopened.append('p-1', [ev(3, 'note')]),
+        'CONFLICT',
+        'different event at a stored seq after reopen',
+      );
     },
   },
 ];
@@ -1109,6 +1116,153 @@ const concurrency: ContractCheck[] = [
   },
 ];
 
+const inputValidation: ContractCheck[] = [
+  {
+    group: 'create',
+    name: 'create, load and list reject malformed arguments with INVALID and create nothing',
+    async run(ctx) {
+      const store = await ctx.open();
+      const bad: Array<[string, unknown]> = [
+        ['a cwd that is not a string', { id: 'c1', cwd: 5 }],
+        ['an unknown field', { id: 'c2', colour: 'red' }],
+        ['tags that are not strings', { id: 'c3', tags: [1] }],
+        ['a parent without seq', { id: 'c4', parent: { id: 'p' } }],
+        ['a parent with a bad id', { id: 'c5', parent: { id: '../p', seq: 0 } }],
+        ['a title that is not a string', { id: 'c6', title: {} }],
+        ['an array', []],
+      ];
+      for (const [what, init] of bad)
+        await expectCode(store.create(init as { id: string }), 'INVALID', `create with ${what}`);
+      for (const id of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6']) {
+        await expectCode(
+          store.append(id, [ev(0)]),
+          'NOT_FOUND',
+          `append to ${id} after its create was rejected`,
+        );
+      }
+      await materialize(store, 'loaded');
+      await expectCode(
+        store.load('loaded', { tail: 'trim' } as unknown as { tail: 'cut' }),
+        'INVALID',
+        "load with tail: 'trim'",
+      );
+      await expectCode(
+        store.list({ cwd: 7 } as unknown as { cwd: string }),
+        'INVALID',
+        'list with a numeric cwd',
+      );
+      expect((await store.list()).sessions.map((s) => s.id)).toEqual(['loaded']);
+    },
+  },
+  {
+    group: 'round trip',
+    name: 'event times and types come back exactly as given (offsets, fractions, unusual types)',
+    async run(ctx) {
+      const store = await ctx.open();
+      const times = [
+        '2026-01-01T00:00:00Z',
+        '2026-01-01T00:00:00.000Z',
+        '2026-01-01T00:00:00.123456789Z',
+        '2026-06-30T23:59:59+02:00',
+        '2026-06-30T23:59-05:30',
+        '1970-01-01T00:00:00.5Z',
+      ];
+      const types = ['note', 'x', 'tool/call', 'ünïcödé/type 🌊', 'with space', 't'.repeat(256)];
+      const events = times.map((time, seq) => ({ seq, type: types[seq]!, time, data: seq }));
+      await store.create({ id: 'times' });
+      await store.append('times', events);
+      const loaded = await store.load('times');
+      expect(loaded.events).toEqual(events);
+      byteIdentical(loaded.events, events, 'load');
+      await store.close();
+      const reopened = await ctx.reopen(store);
+      byteIdentical(await collect(reopened.read('times')), events, 'read after reopen');
+      expect(await reopened.append('times', events), 'retry of the whole batch after reopen').toEqual({
+        nextSeq: events.length,
+      });
+    },
+  },
+  {
+    group: 'list',
+    name: 'firstPrompt follows the shared rule: first user/message, whitespace flattened, long text shortened',
+    async run(ctx) {
+      const store = await ctx.open();
+      const long = `${'word '.repeat(100)}end`;
+      const events = [
+        ev(0, 'user/message', {}),
+        ev(1, 'user/message', { content: `  ${long}\n` }),
+        ev(2, 'user/message', 'later'),
+      ];
+      await store.create({ id: 'prompted' });
+      await store.append('prompted', events.slice(0, 1));
+      expect(
+        (await store.load('prompted')).summary.firstPrompt,
+        'a user/message without text gives no prompt',
+      ).toBeUndefined();
+      await store.append('prompted', events.slice(1));
+      const expected = promptOf(events[1]!);
+      expect(expected?.length).toBeLessThan(long.length);
+      expect((await store.load('prompted')).summary.firstPrompt).toBe(expected);
+      expect((await store.list()).sessions[0]?.firstPrompt).toBe(expected);
+    },
+  },
+];
+
+const sameInstance: ContractCheck[] = [
+  {
+    group: 'one instance',
+    name: 'concurrent appends to one session from one instance: each seq is won once, the rest get CONFLICT',
+    async run(ctx) {
+      const store = await ctx.open();
+      await materialize(store, 'busy', [ev(0)]);
+      const winners: SessionEvent[] = [ev(0)];
+      for (let round = 0; round < 8; round++) {
+        const seq = winners.length;
+        const batches = [0, 1, 2].map((writer) => [
+          ev(seq, 'note', { writer, seq }),
+          ev(seq + 1, 'note', { writer, seq }),
+        ]);
+        const won = await Promise.all(
+          batches.map((batch, writer) => tryAppend(store, 'busy', batch, `writer ${writer}`)),
+        );
+        const count = won.filter(Boolean).length;
+        if (count !== 1)
+          violation(`round ${round}: ${count} of 3 concurrent appends at seq ${seq} succeeded`);
+        winners.push(...batches[won.indexOf(true)]!);
+      }
+      expect(await eventsOf(store, 'busy')).toEqual(winners);
+      expect((await store.load('busy')).summary.eventCount).toBe(winners.length);
+      expect(await collect(store.read('busy'))).toEqual(winners);
+    },
+  },
+  {
+    group: 'one instance',
+    name: 'concurrent operations on different sessions of one instance all land',
+    async run(ctx) {
+      const store = await ctx.open();
+      const ids = Array.from({ length: 12 }, (_, i) => `many-${i}`);
+      await Promise.all(ids.map((id, i) => store.create({ id, cwd: i % 2 === 0 ? '/even' : '/odd' })));
+      await Promise.all(ids.map((id) => store.append(id, evs(0, 2, 'note', id))));
+      await Promise.all(ids.map((id) => store.append(id, [ev(2, 'turn/end')])));
+      await Promise.all(ids.map((id, i) => store.update(id, { title: `title ${i}` })));
+      const loaded = await Promise.all(ids.map((id) => store.load(id)));
+      loaded.forEach((session, i) => {
+        expect(session.events).toEqual([...evs(0, 2, 'note', ids[i]!), ev(2, 'turn/end')]);
+        expect(session.summary).toMatchObject({
+          eventCount: 3,
+          committedSeq: 2,
+          interrupted: false,
+          title: `title ${i}`,
+        });
+      });
+      expect((await listAll(store)).length).toBe(ids.length);
+      expect((await listAll(store, '/even', 5)).length).toBe(6);
+      await Promise.all(ids.slice(0, 6).map((id) => store.delete(id)));
+      expect((await listAll(store)).map((s) => s.id).sort()).toEqual(ids.slice(6).sort());
+    },
+  },
+];
+
 /** Every check of SPEC §4 that needs no fault injection, in the order the suite runs them. */
 export const contractChecks: readonly ContractCheck[] = [
   ...roundTrip,
@@ -1120,6 +1274,8 @@ export const contractChecks: readonly ContractCheck[] = [
   ...updating,
   ...deleting,
   ...lifecycle,
+  ...inputValidation,
+  ...sameInstance,
   ...concurrency,
 ];
 

@@ -11,16 +11,26 @@ import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
 import fc from 'fast-check';
 import { type CheckContext, type ContractCheck, describeError, violation } from './harness.js';
 
-/** The reference side: a memory store over a volume that survives reopen. */
+/**
+ * The reference side: two memory stores over one volume that survives reopen, like two processes
+ * sharing a directory. Commands act on the `active` one.
+ */
 interface ModelSide {
   volume: MemoryVolume;
-  store: SessionStore;
+  stores: [SessionStore, SessionStore];
+  active: 0 | 1;
 }
 
-/** The backend side. */
+/** The backend side: two live instances over the same storage, the second opened by `reopen`. */
 interface RealSide {
   context: CheckContext;
-  store: SessionStore;
+  stores: [SessionStore, SessionStore];
+  active: 0 | 1;
+}
+
+/** The store a command acts on. */
+function current(side: ModelSide | RealSide): SessionStore {
+  return side.stores[side.active];
 }
 
 /** What a call ended with, reduced to what two correct backends must agree on. */
@@ -72,7 +82,7 @@ type Cmd = fc.AsyncCommand<ModelSide, RealSide>;
 /** The events the model holds for `id` (empty when absent or pending). */
 async function modelEvents(model: ModelSide, id: string): Promise<SessionEvent[]> {
   try {
-    return (await model.store.load(id)).events;
+    return (await current(model).load(id)).events;
   } catch {
     return [];
   }
@@ -104,8 +114,8 @@ class CreateCommand implements Cmd {
     };
     await compare(
       this.toString(),
-      () => model.store.create(init),
-      () => real.store.create(init),
+      () => current(model).create(init),
+      () => current(real).create(init),
       normalizeMeta,
     );
   }
@@ -151,8 +161,8 @@ class AppendCommand implements Cmd {
     }
     await compare(
       this.toString(),
-      () => model.store.append(this.id, batch),
-      () => real.store.append(this.id, batch),
+      () => current(model).append(this.id, batch),
+      () => current(real).append(this.id, batch),
     );
   }
   toString = () => `append(${this.id}, ${this.kind}, types=[${this.types}], payload=${this.payload})`;
@@ -191,8 +201,8 @@ class LoadCommand implements Cmd {
     });
     await compare(
       this.toString(),
-      () => model.store.load(this.id, { tail: this.tail }),
-      () => real.store.load(this.id, { tail: this.tail }),
+      () => current(model).load(this.id, { tail: this.tail }),
+      () => current(real).load(this.id, { tail: this.tail }),
       normalize,
     );
   }
@@ -218,8 +228,8 @@ class ReadCommand implements Cmd {
     };
     await compare(
       this.toString(),
-      () => drain(model.store),
-      () => drain(real.store),
+      () => drain(current(model)),
+      () => drain(current(real)),
     );
   }
   toString = () => `read(${this.id}, ${this.fromSeq}..${this.fromSeq + this.span})`;
@@ -231,8 +241,8 @@ class HasCommand implements Cmd {
   async run(model: ModelSide, real: RealSide) {
     await compare(
       this.toString(),
-      () => model.store.has(this.id),
-      () => real.store.has(this.id),
+      () => current(model).has(this.id),
+      () => current(real).has(this.id),
     );
   }
   toString = () => `has(${this.id})`;
@@ -277,8 +287,8 @@ class ListCommand implements Cmd {
     };
     await compare(
       this.toString(),
-      () => pageAll(model.store),
-      () => pageAll(real.store),
+      () => pageAll(current(model)),
+      () => pageAll(current(real)),
     );
   }
   toString = () => `list(cwd=${this.cwd}, limit=${this.limit})`;
@@ -294,8 +304,8 @@ class UpdateCommand implements Cmd {
     const patch = this.patch as { title?: string };
     await compare(
       this.toString(),
-      () => model.store.update(this.id, patch),
-      () => real.store.update(this.id, patch),
+      () => current(model).update(this.id, patch),
+      () => current(real).update(this.id, patch),
       normalizeSummary,
     );
   }
@@ -308,8 +318,8 @@ class DeleteCommand implements Cmd {
   async run(model: ModelSide, real: RealSide) {
     await compare(
       this.toString(),
-      () => model.store.delete(this.id),
-      () => real.store.delete(this.id),
+      () => current(model).delete(this.id),
+      () => current(real).delete(this.id),
     );
   }
   toString = () => `delete(${this.id})`;
@@ -318,12 +328,73 @@ class DeleteCommand implements Cmd {
 class ReopenCommand implements Cmd {
   check = () => true;
   async run(model: ModelSide, real: RealSide) {
-    await model.store.close();
-    model.store = await openMemoryStore({ volume: model.volume, ...modelOptions });
-    await real.store.close();
-    real.store = await real.context.reopen(real.store, modelOptions);
+    for (const store of model.stores) await store.close();
+    model.stores = await openModelStores(model.volume);
+    for (const store of real.stores) await store.close();
+    real.stores = await openRealStores(real.context, real.stores[0]);
   }
   toString = () => 'reopen()';
+}
+
+/** Makes the other instance the one later commands act on. */
+class SwitchCommand implements Cmd {
+  constructor(readonly to: 0 | 1) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    model.active = this.to;
+    real.active = this.to;
+  }
+  toString = () => `use(instance ${this.to})`;
+}
+
+/**
+ * Both backend instances append a different batch at the same seq at the same time. Exactly one
+ * must win; the model then replays the two appends in the order the backend decided.
+ */
+class RaceCommand implements Cmd {
+  constructor(
+    readonly id: string,
+    readonly types: number[],
+  ) {}
+  check = () => true;
+  async run(model: ModelSide, real: RealSide) {
+    const next = (await modelEvents(model, this.id)).length;
+    // Racing a first batch can legitimately end in NOT_FOUND or CONFLICT for the loser depending on
+    // timing (whether the other instance created the id too); the dedicated check covers it.
+    if (next === 0) return;
+    const batches = [0, 1].map((writer) => this.types.map((t, i) => makeEvent(next + i, t, 500 + writer)));
+    const outcomes = await Promise.all(
+      real.stores.map((store, writer) => outcomeOf(() => store.append(this.id, batches[writer]!))),
+    );
+    // The model decides sequentially: the backend's winner (or instance 0 when none won) goes first.
+    const first = outcomes[1]!.ok && !outcomes[0]!.ok ? 1 : 0;
+    const order = first === 0 ? [0, 1] : [1, 0];
+    const expected: Outcome[] = [];
+    for (const writer of order) {
+      expected[writer] = await outcomeOf(() => model.stores[writer]!.append(this.id, batches[writer]!));
+    }
+    const a = JSON.stringify(outcomes);
+    const e = JSON.stringify(expected);
+    if (a !== e) violation(`${this}: backend answered ${a}\n  but the model answered ${e}`);
+  }
+  toString = () => `race(${this.id}, types=[${this.types}])`;
+}
+
+async function openModelStores(volume: MemoryVolume): Promise<[SessionStore, SessionStore]> {
+  return [
+    await openMemoryStore({ volume, ...modelOptions }),
+    await openMemoryStore({ volume, ...modelOptions }),
+  ];
+}
+
+/** A restart of `previous`'s storage, then a second live instance beside it. */
+async function openRealStores(
+  context: CheckContext,
+  previous?: SessionStore,
+): Promise<[SessionStore, SessionStore]> {
+  const first =
+    previous === undefined ? await context.open(modelOptions) : await context.reopen(previous, modelOptions);
+  return [first, await context.reopen(first, modelOptions)];
 }
 
 /** The store options both sides run with: the defaults, spelled out. */
@@ -385,12 +456,16 @@ const commandArbitraries = [
     .map(([i, p]) => new UpdateCommand(i, p)),
   id.map((i) => new DeleteCommand(i)),
   fc.constant(new ReopenCommand()),
+  fc.constantFrom<0 | 1>(0, 1).map((to) => new SwitchCommand(to)),
+  fc
+    .tuple(id, fc.array(fc.nat(TYPES.length - 1), { minLength: 1, maxLength: 3 }))
+    .map(([i, t]) => new RaceCommand(i, t)),
 ];
 
 /**
  * The model-based check: `runs` random sequences of create / append (valid, behind, ahead, retry,
- * conflicting) / load (keep, cut) / read / list / has / update / delete / reopen, each answer of
- * the backend compared with the memory model's.
+ * conflicting) / load (keep, cut) / read / list / has / update / delete / reopen, switching between
+ * two live instances and racing them, each answer of the backend compared with the memory model's.
  *
  * @param runs - number of sequences (default: the `modelRuns` contract option, 50).
  * @param seed - fast-check seed, to replay a reported failure (default: the `seed` option, random).
@@ -406,12 +481,12 @@ export function modelBasedCheck(runs?: number, seed?: number): ContractCheck {
           fc.commands(commandArbitraries, { maxCommands: 40, size: 'max' }),
           async (commands) => {
             const volume = new MemoryVolume();
-            const model: ModelSide = { volume, store: await openMemoryStore({ volume, ...modelOptions }) };
-            const real: RealSide = { context: ctx, store: await ctx.open(modelOptions) };
+            const model: ModelSide = { volume, stores: await openModelStores(volume), active: 0 };
+            const real: RealSide = { context: ctx, stores: await openRealStores(ctx), active: 0 };
             try {
               await fc.asyncModelRun(() => ({ model, real }), commands);
             } finally {
-              await model.store.close();
+              for (const store of model.stores) await store.close();
               await ctx.closeAll();
               await ctx.driver.cleanup();
             }
