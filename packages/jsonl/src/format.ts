@@ -1,0 +1,247 @@
+// The on-disk line format of a JSONL session log. Pure: strings and bytes in, strings and bytes out.
+//
+//   {"format":"tidemark-session","version":1,"meta":{...},"init":{...},"crc":"1a2b3c4d"}
+//   {"seq":0,"type":"user/message","time":"...","data":{...},"end":1,"crc":"0badf00d"}
+//   {"seq":1,"type":"turn/end","time":"...","data":null,"end":1,"at":"...","crc":"deadbeef"}
+//
+// Every event line names the last seq of its batch (`end`); the line whose `seq` equals `end`
+// closes the batch and records the append time (`at`). A batch is committed only when its closing
+// line is present, so a batch cut short by a crash is recognisable. `crc` is the CRC-32 of the
+// line's UTF-8 bytes before `,"crc":"`, so a flipped byte or a line assembled from two torn ones
+// is rejected without a second serialization. `crc` is always the last field and exactly eight
+// lowercase hex digits, so its position is fixed: the last 18 bytes of the line.
+import type { JsonValue, SessionEvent, SessionMeta, SummaryPatch } from '@tidemark/core';
+
+/** The value of the header's `format` field: marks a file as a tidemark session log. */
+export const FORMAT_NAME = 'tidemark-session';
+/** The log format this code writes and the newest it reads. */
+export const FORMAT_VERSION = 1;
+
+/** `,"crc":"` + 8 hex + `"}`: the fixed-size end of every line. */
+export const CRC_SUFFIX_BYTES = 18;
+const CRC_PREFIX = ',"crc":"';
+
+const CRC_TABLE = buildCrcTable();
+
+function buildCrcTable(): Uint32Array {
+  // Slice-by-4 tables for the reflected IEEE polynomial (the one of zlib, PNG and gzip).
+  const table = new Uint32Array(256 * 4);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  for (let n = 0; n < 256; n++) {
+    let c = table[n]!;
+    for (let t = 1; t < 4; t++) {
+      c = table[c & 0xff]! ^ (c >>> 8);
+      table[t * 256 + n] = c >>> 0;
+    }
+  }
+  return table;
+}
+
+/**
+ * CRC-32 (IEEE, as zlib's `crc32`) of `bytes[start..end)`. Node 20 has no `zlib.crc32`, hence this
+ * slice-by-4 table implementation.
+ */
+export function crc32(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  const t = CRC_TABLE;
+  let crc = 0xffffffff;
+  let i = start;
+  const stop4 = end - ((end - start) & 3);
+  for (; i < stop4; i += 4) {
+    crc ^= bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
+    crc =
+      t[768 + (crc & 0xff)]! ^
+      t[512 + ((crc >>> 8) & 0xff)]! ^
+      t[256 + ((crc >>> 16) & 0xff)]! ^
+      t[crc >>> 24]!;
+  }
+  for (; i < end; i++) crc = t[(crc ^ bytes[i]!) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function hex8(value: number): string {
+  return value.toString(16).padStart(8, '0');
+}
+
+/** Appends the checksum field to a line body (an unterminated JSON object) and the newline. */
+function seal(body: string): string {
+  return `${body}${CRC_PREFIX}${hex8(crc32(Buffer.from(body, 'utf8')))}"}\n`;
+}
+
+/** What the first line of a log holds. */
+export interface LogHeader {
+  /** Format version found in the file. */
+  version: number;
+  /** The session's immutable meta (with `formatVersion` = {@link LogHeader.version}). */
+  meta: SessionMeta;
+  /** Summary fields given to `create` or `update` before the first batch (title, tags, ...). */
+  init: SummaryPatch;
+}
+
+/** The header line for a new log, newline included. */
+export function encodeHeader(meta: Omit<SessionMeta, 'formatVersion'>, init: SummaryPatch): string {
+  const body = JSON.stringify({ format: FORMAT_NAME, version: FORMAT_VERSION, meta, init });
+  return seal(body.slice(0, -1));
+}
+
+/**
+ * The lines of one batch, each newline-terminated. `events` are the serialized events (from
+ * `prepareBatch`), in seq order; `at` is the append time recorded on the closing line.
+ */
+export function encodeBatch(events: readonly { json: string }[], lastSeq: number, at: string): string {
+  let out = '';
+  const last = events.length - 1;
+  for (let i = 0; i <= last; i++) {
+    const json = events[i]!.json;
+    const framing = i === last ? `,"end":${lastSeq},"at":${JSON.stringify(at)}` : `,"end":${lastSeq}`;
+    out += seal(json.slice(0, -1) + framing);
+  }
+  return out;
+}
+
+/** One decoded event line. */
+export interface DecodedLine {
+  event: SessionEvent;
+  /** Last seq of the line's batch. */
+  end: number;
+  /** Append time, present on the closing line of a batch. */
+  at?: string;
+}
+
+/** Why a line is not a valid line. */
+export type LineDefect = 'checksum' | 'json' | 'shape';
+
+/** Either a decoded value or the reason it could not be decoded. */
+export type Decoded<T> = { ok: true; value: T } | { ok: false; defect: LineDefect; detail: string };
+
+/** Checks the fixed checksum suffix of `bytes[start..end)` (a line without its newline). */
+export function checksumMatches(bytes: Uint8Array, start: number, end: number): boolean {
+  if (end - start < CRC_SUFFIX_BYTES + 2) return false;
+  const at = end - CRC_SUFFIX_BYTES;
+  for (let i = 0; i < CRC_PREFIX.length; i++) if (bytes[at + i] !== CRC_PREFIX.charCodeAt(i)) return false;
+  if (bytes[end - 2] !== 0x22 || bytes[end - 1] !== 0x7d) return false; // `"}`
+  let stored = 0;
+  for (let i = at + CRC_PREFIX.length; i < end - 2; i++) {
+    const c = bytes[i]!;
+    let digit: number;
+    if (c >= 0x30 && c <= 0x39) digit = c - 0x30;
+    else if (c >= 0x61 && c <= 0x66) digit = c - 0x61 + 10;
+    else return false;
+    stored = stored * 16 + digit;
+  }
+  return stored === crc32(bytes, start, at);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function parseLine(bytes: Uint8Array, start: number, end: number): Decoded<Record<string, unknown>> {
+  if (!checksumMatches(bytes, start, end))
+    return { ok: false, defect: 'checksum', detail: 'checksum mismatch' };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+  } catch (error) {
+    return { ok: false, defect: 'json', detail: error instanceof Error ? error.message : 'unparsable' };
+  }
+  if (!isPlainObject(parsed)) return { ok: false, defect: 'shape', detail: 'a line must be a JSON object' };
+  return { ok: true, value: parsed };
+}
+
+function isSeq(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** Decodes an event line `bytes[start..end)` (without its newline). Never throws. */
+export function decodeEventLine(bytes: Uint8Array, start: number, end: number): Decoded<DecodedLine> {
+  const line = parseLine(bytes, start, end);
+  if (!line.ok) return line;
+  const { seq, type, time, data, end: last, at } = line.value;
+  if (!isSeq(seq) || !isSeq(last) || last < seq)
+    return { ok: false, defect: 'shape', detail: 'bad seq or end' };
+  if (
+    typeof type !== 'string' ||
+    type.length === 0 ||
+    typeof time !== 'string' ||
+    !Object.hasOwn(line.value, 'data')
+  ) {
+    return { ok: false, defect: 'shape', detail: 'an event needs type, time and data' };
+  }
+  if (seq === last && typeof at !== 'string') {
+    return { ok: false, defect: 'shape', detail: 'the closing line of a batch needs `at`' };
+  }
+  const value: DecodedLine = { event: { seq, type, time, data: data as JsonValue }, end: last };
+  if (typeof at === 'string') value.at = at;
+  return { ok: true, value };
+}
+
+/** Result of decoding a header line. */
+export type DecodedHeader =
+  | { ok: true; value: LogHeader }
+  | { ok: false; defect: LineDefect | 'not-a-log'; detail: string }
+  | { ok: false; defect: 'newer-version'; version: number; detail: string };
+
+/**
+ * Decodes a header line. A header from a newer version is recognised before its checksum is
+ * checked, since a newer version may frame lines differently.
+ */
+export function decodeHeaderLine(bytes: Uint8Array, start: number, end: number): DecodedHeader {
+  let probe: unknown;
+  try {
+    probe = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+  } catch {
+    probe = undefined;
+  }
+  if (isPlainObject(probe) && probe.format === FORMAT_NAME && typeof probe.version === 'number') {
+    if (probe.version > FORMAT_VERSION) {
+      return {
+        ok: false,
+        defect: 'newer-version',
+        version: probe.version,
+        detail: `format version ${probe.version}`,
+      };
+    }
+  }
+  const line = parseLine(bytes, start, end);
+  if (!line.ok) return line;
+  const { format, version, meta, init } = line.value;
+  if (format !== FORMAT_NAME || version !== FORMAT_VERSION) {
+    return { ok: false, defect: 'not-a-log', detail: 'the first line is not a tidemark session header' };
+  }
+  const parsedMeta = parseMeta(meta);
+  if (parsedMeta === undefined) return { ok: false, defect: 'shape', detail: 'the header meta is malformed' };
+  return { ok: true, value: { version: FORMAT_VERSION, meta: parsedMeta, init: parseInit(init) } };
+}
+
+function parseMeta(value: unknown): SessionMeta | undefined {
+  if (!isPlainObject(value)) return undefined;
+  const { id, createdAt, cwd, parent } = value;
+  if (typeof id !== 'string' || typeof createdAt !== 'string') return undefined;
+  const meta: SessionMeta = { id, createdAt, formatVersion: FORMAT_VERSION };
+  if (cwd !== undefined) {
+    if (typeof cwd !== 'string') return undefined;
+    meta.cwd = cwd;
+  }
+  if (parent !== undefined) {
+    if (!isPlainObject(parent) || typeof parent.id !== 'string' || typeof parent.seq !== 'number')
+      return undefined;
+    meta.parent = { id: parent.id, seq: parent.seq };
+  }
+  return meta;
+}
+
+/** Keeps only well-typed summary fields of a stored patch (a hostile file cannot inject others). */
+export function parseInit(value: unknown): SummaryPatch {
+  const out: SummaryPatch = {};
+  if (!isPlainObject(value)) return out;
+  if (typeof value.title === 'string') out.title = value.title;
+  if (typeof value.firstPrompt === 'string') out.firstPrompt = value.firstPrompt;
+  if (Array.isArray(value.tags) && value.tags.every((t) => typeof t === 'string'))
+    out.tags = value.tags as string[];
+  if (isPlainObject(value.attrs)) out.attrs = value.attrs as { [key: string]: JsonValue };
+  return out;
+}

@@ -1,0 +1,47 @@
+/**
+ * @packageDocumentation
+ * The crash-safe JSONL backend of tidemark: one human-readable, `jq`-friendly log per session,
+ * written so that a crash at any instant leaves every acknowledged batch readable and nothing
+ * half-written mistaken for data. See the package README for layout, format and recovery rules.
+ */
+
+export {
+  crc32,
+  type DecodedLine,
+  decodeEventLine,
+  decodeHeaderLine,
+  encodeBatch,
+  encodeHeader,
+  FORMAT_NAME,
+  FORMAT_VERSION,
+  type LogHeader,
+} from './format.js';
+export {
+  bucketOf,
+  defaultRoot,
+  NO_CWD_BUCKET,
+  QUARANTINE_DIR,
+  type SessionPaths,
+  sessionPaths,
+} from './layout.js';
+export {
+  LogScanner,
+  type ProblemKind,
+  type ScanBatch,
+  type ScanEnd,
+  type ScanOptions,
+  type ScanProblem,
+  type ScanReport,
+  scanLog,
+  type TornReason,
+  type TornTail,
+} from './scan.js';
+export {
+  JsonlStore,
+  type JsonlStoreOptions,
+  openJsonlStore,
+  type RepairOptions,
+  type RepairReport,
+} from './store.js';
+export { decodeSidecar, encodeSidecar, type Sidecar } from './summary.js';
+export { repairSession, type VerifyReport, verifySession } from './verify.js';

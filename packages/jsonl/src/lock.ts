@@ -1,0 +1,189 @@
+// One writer per session, across processes and across store instances in one process.
+//
+// A writer holds `<id>.lock`, created exclusively ('wx') and holding its pid, host and a random
+// token, until it closes. Another process meeting a live lock gets CONFLICT (retryable). A lock
+// whose pid is dead (same host) is taken over: renamed aside under a private name, checked to be
+// the very lock judged stale (another taker may have replaced it meanwhile), then removed.
+// Inside one process, an idle holder hands its lock over to another store instance on request
+// (a busy one, with an append in flight, makes the requester fail with CONFLICT), so two
+// instances in one process behave like the reference model: sequential appends from both work,
+// and racing appends never both win a seq.
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { errnoOf, errors, type FileSystem, isENOENT, type TidemarkError, toIoError } from '@tidemark/core';
+import { io, ioOrAbsent, quietly } from './errors.js';
+
+/** What the lock file says. */
+interface LockRecord {
+  pid: number;
+  host: string;
+  token: string;
+}
+
+/** A lock held in this process, with the means to hand it over. */
+export interface LockHolder {
+  /** True while an operation of the holder needs the lock. */
+  busy(): boolean;
+  /** Gives the lock up (flushing whatever the holder owes first). */
+  release(): Promise<void>;
+}
+
+/** A held lock. */
+export interface HeldLock {
+  readonly path: string;
+  readonly token: string;
+  /** Removes the lock file if it is still ours. */
+  release(): Promise<void>;
+}
+
+/** Locks held in this process, per file system, by path: the in-process hand-over registry. */
+const registry = new WeakMap<FileSystem, Map<string, { token: string; holder: LockHolder }>>();
+
+function held(fs: FileSystem): Map<string, { token: string; holder: LockHolder }> {
+  let map = registry.get(fs);
+  if (map === undefined) {
+    map = new Map();
+    registry.set(fs, map);
+  }
+  return map;
+}
+
+/** A lock file younger than this with unreadable content may be one being written right now. */
+const FRESH_LOCK_MS = 10_000;
+const HOST = hostname();
+
+/** Whether a process is alive. EPERM means it exists but belongs to someone else. */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoOf(error) === 'EPERM';
+  }
+}
+
+function parseRecord(bytes: Uint8Array): LockRecord | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    if (typeof value !== 'object' || value === null) return undefined;
+    const { pid, host, token } = value as Record<string, unknown>;
+    if (
+      typeof pid === 'number' &&
+      Number.isSafeInteger(pid) &&
+      typeof host === 'string' &&
+      typeof token === 'string'
+    ) {
+      return { pid, host, token };
+    }
+  } catch {
+    // unreadable content: handled by the caller
+  }
+  return undefined;
+}
+
+/**
+ * Acquires the writer lock at `path` for session `id`.
+ * @throws TidemarkError CONFLICT when another live writer holds it; IO for storage faults.
+ */
+export async function acquireLock(
+  fs: FileSystem,
+  path: string,
+  id: string,
+  holder: LockHolder,
+): Promise<HeldLock> {
+  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
+  const content = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
+  for (let attempt = 0; attempt < 4; attempt++) {
+    if (await tryCreate(fs, path, id, content)) {
+      held(fs).set(path, { token: record.token, holder });
+      return {
+        path,
+        token: record.token,
+        release: () => releaseLock(fs, path, record.token, id),
+      };
+    }
+    await clearIfStale(fs, path, id);
+  }
+  throw errors.conflict(`session ${id} is locked by another writer (${path})`, id, true);
+}
+
+async function tryCreate(fs: FileSystem, path: string, id: string, content: Uint8Array): Promise<boolean> {
+  let handle: Awaited<ReturnType<FileSystem['open']>>;
+  try {
+    handle = await fs.open(path, 'wx', 0o600);
+  } catch (error) {
+    if (errnoOf(error) === 'EEXIST') return false;
+    throw errorFor(error, `creating lock ${path}`, id);
+  }
+  try {
+    let done = 0;
+    while (done < content.length) done += await handle.write(content, done, content.length - done, done);
+  } catch (error) {
+    await quietly(() => handle.close());
+    await quietly(() => fs.unlink(path));
+    throw errorFor(error, `writing lock ${path}`, id);
+  }
+  await io(`closing lock ${path}`, id, () => handle.close());
+  return true;
+}
+
+function errorFor(error: unknown, what: string, id: string): TidemarkError {
+  return toIoError(error, what, id);
+}
+
+/** Removes the lock at `path` when its holder is gone (or hands it over in-process); else CONFLICT. */
+async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<void> {
+  const bytes = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
+  if (bytes === undefined) return; // released meanwhile: try again
+  const record = parseRecord(bytes);
+  if (record === undefined) {
+    const stat = await ioOrAbsent(`inspecting lock ${path}`, id, () => fs.lstat(path));
+    if (stat === undefined) return;
+    if (Date.now() - stat.mtimeMs < FRESH_LOCK_MS) {
+      throw errors.conflict(`session ${id} is being locked by another writer (${path})`, id, true);
+    }
+  } else if (record.pid === process.pid && record.host === HOST) {
+    const local = held(fs).get(path);
+    if (local !== undefined && local.token === record.token) {
+      if (local.holder.busy())
+        throw errors.conflict(`session ${id} is being written by another store instance`, id, true);
+      await local.holder.release();
+      return;
+    }
+    // Our pid, but no live instance of ours holds it: left behind by a store that was not closed.
+  } else if (record.host !== HOST || isProcessAlive(record.pid)) {
+    throw errors.conflict(
+      `session ${id} is locked by process ${record.pid} on ${record.host} (${path})`,
+      id,
+      true,
+    );
+  }
+  await takeOver(fs, path, id, bytes);
+}
+
+async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
+  const aside = `${path}.stale-${randomBytes(6).toString('hex')}`;
+  try {
+    await fs.rename(path, aside);
+  } catch (error) {
+    if (isENOENT(error)) return; // someone else took it over first
+    throw errorFor(error, `taking over stale lock ${path}`, id);
+  }
+  const moved = await ioOrAbsent(`reading lock ${aside}`, id, () => fs.readFile(aside));
+  if (moved !== undefined && !Buffer.from(moved).equals(Buffer.from(staleBytes))) {
+    // We moved a fresh lock that another taker had just created: put it back.
+    await quietly(() => fs.link(aside, path));
+    await quietly(() => fs.unlink(aside));
+    throw errors.conflict(`session ${id} was just locked by another writer`, id, true);
+  }
+  await quietly(() => fs.unlink(aside));
+}
+
+async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {
+  const map = held(fs);
+  if (map.get(path)?.token === token) map.delete(path);
+  const bytes = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
+  if (bytes === undefined) return;
+  if (parseRecord(bytes)?.token !== token) return; // not ours any more: leave it alone
+  await ioOrAbsent(`removing lock ${path}`, id, () => fs.unlink(path));
+}

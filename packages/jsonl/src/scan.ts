@@ -1,0 +1,359 @@
+// Reading a log back: a pure, streaming classifier of the bytes of a session log.
+//
+// A log is a header line, then committed batches, then possibly a tail that never formed a
+// complete batch. The scanner decides, for every byte, which of these it belongs to:
+//
+//   committed  lines of batches whose closing line (`seq === end`) is present, contiguous in seq
+//   torn       everything after the last committed batch when it is only the remains of ONE
+//              unfinished write: lines of an incomplete batch, a line without its newline, a
+//              run of NUL bytes or garbage, in any mix, as long as no valid line of another batch
+//              follows
+//   corrupt    damage (a bad line, a seq gap, a broken header) that valid data of another batch
+//              follows: that is not a crash signature but lost committed data, and never cut
+//
+// Why one write: with strict durability a batch is fdatasynced before the next one is written,
+// so after a crash only the last write can be incomplete. Per ALICE, that write may come back in
+// any state: cut at any byte, with zeros or garbage in place of some of its pages, even with its
+// later lines present and earlier ones not. All of those are recognised as torn: every valid
+// line after the damage has the torn batch's `end` and a seq inside it.
+import type { SessionEvent } from '@tidemark/core';
+import { type DecodedLine, decodeEventLine, decodeHeaderLine, type LogHeader } from './format.js';
+
+/** Why the tail of a log is torn. */
+export type TornReason =
+  /** complete lines of a batch whose closing line is missing */
+  | 'partial-batch'
+  /** a valid line that lacks its newline at the end of the file */
+  | 'no-newline'
+  /** an unterminated, invalid line at the end of the file */
+  | 'partial-line'
+  /** a run of NUL bytes (an appended region the disk never filled) */
+  | 'nul'
+  /** a complete line that is not a valid line (checksum, JSON, shape or seq) */
+  | 'garbage';
+
+/** The torn fragment at the end of a log: bytes `offset..offset+length` are to be set aside. */
+export interface TornTail {
+  offset: number;
+  length: number;
+  reason: TornReason;
+}
+
+/** Why a log cannot be read as written. */
+export type ProblemKind = 'corrupt' | 'unsupported-format';
+
+/** A fault in committed data (CORRUPT) or a header newer than this code (UNSUPPORTED_FORMAT). */
+export interface ScanProblem {
+  kind: ProblemKind;
+  /** Byte offset of the first damaged byte. */
+  offset: number;
+  /** Seq expected at that offset, when known. */
+  seq?: number;
+  message: string;
+  /** Version found, for `unsupported-format`. */
+  version?: number;
+}
+
+/** A committed batch. */
+export interface ScanBatch {
+  events: SessionEvent[];
+  /** Append time recorded on the closing line. */
+  at: string;
+  /** Offset of the batch's first byte. */
+  offset: number;
+  /** Offset just past the batch's last newline. */
+  endOffset: number;
+}
+
+/** What the scan says once every byte was seen. */
+export interface ScanEnd {
+  /** The header, when it could be read (absent in headerless scans and for a broken header). */
+  header?: LogHeader;
+  /** Offset just past the last committed batch (or the header): where a repair truncates to. */
+  committedBytes: number;
+  /** The seq the next batch must start with. */
+  nextSeq: number;
+  /** Number of events in committed batches seen by this scan. */
+  eventCount: number;
+  /** Present when the log ends in a torn fragment. */
+  torn?: TornTail;
+  /** Present when the log is corrupt or of a newer format; then nothing after `offset` is trusted. */
+  problem?: ScanProblem;
+  /** Total bytes seen. */
+  totalBytes: number;
+}
+
+/** Where a headerless scan starts: a known-good batch boundary from a summary sidecar. */
+export interface ScanStart {
+  offset: number;
+  nextSeq: number;
+}
+
+/** Options of {@link LogScanner}. */
+export interface ScanOptions {
+  /** Skip the header and start at this boundary (incremental summary rebuild). */
+  start?: ScanStart;
+  /** Longest line accepted; longer ones are garbage (bounds memory). Default 16 MiB + 64 KiB. */
+  maxLineBytes?: number;
+}
+
+const NEWLINE = 0x0a;
+const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024 + 64 * 1024;
+
+interface Pending {
+  offset: number;
+  end: number;
+  events: SessionEvent[];
+}
+
+/**
+ * A streaming log classifier. Feed chunks with {@link LogScanner.push}, which returns the batches
+ * committed so far; call {@link LogScanner.finish} at end of file. Memory is bounded by the
+ * largest batch plus the longest line, never by the log's length.
+ */
+export class LogScanner {
+  private readonly maxLineBytes: number;
+  private expectHeader: boolean;
+  private header: LogHeader | undefined;
+  private headerEnd = 0;
+  /** Absolute offset of the first byte not yet consumed into a line. */
+  private offset: number;
+  /** Bytes of the current unterminated line. */
+  private carry: Uint8Array[] = [];
+  private carryBytes = 0;
+  /** The current unterminated line grew past the limit: its bytes were dropped. */
+  private carryOverflow = false;
+  private carryAllNul = true;
+  private committedBytes: number;
+  private nextSeq: number;
+  private eventCount = 0;
+  private pending: Pending | undefined;
+  /** First anomaly after the committed prefix; from then on lines are only classified. */
+  private damage: { offset: number; reason: TornReason } | undefined;
+  /** The `end` shared by every valid line allowed after the damage (the torn batch's end). */
+  private tornEnd: number | undefined;
+  private problem: ScanProblem | undefined;
+
+  constructor(options: ScanOptions = {}) {
+    this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.expectHeader = options.start === undefined;
+    this.offset = options.start?.offset ?? 0;
+    this.committedBytes = this.offset;
+    this.nextSeq = options.start?.nextSeq ?? 0;
+  }
+
+  /** The header, once its line was read. */
+  get headerLine(): { header: LogHeader; endOffset: number } | undefined {
+    return this.header === undefined ? undefined : { header: this.header, endOffset: this.headerEnd };
+  }
+
+  /** True once a problem was found: later bytes are ignored. */
+  get failed(): boolean {
+    return this.problem !== undefined;
+  }
+
+  /** Feeds the next bytes of the file; returns the batches that this chunk completed. */
+  push(chunk: Uint8Array): ScanBatch[] {
+    const out: ScanBatch[] = [];
+    let from = 0;
+    while (from < chunk.length && this.problem === undefined) {
+      const nl = chunk.indexOf(NEWLINE, from);
+      if (nl === -1) {
+        this.addCarry(chunk.subarray(from));
+        break;
+      }
+      const lineStart = this.offset;
+      const lineLength = this.carryBytes + (nl - from);
+      if (this.carryOverflow || lineLength > this.maxLineBytes) {
+        this.onBadLine(lineStart, 'garbage');
+      } else if (this.carryBytes === 0) {
+        this.onLine(chunk, from, nl, lineStart, out);
+      } else {
+        this.addCarry(chunk.subarray(from, nl));
+        const line = this.takeCarry();
+        this.onLine(line, 0, line.length, lineStart, out);
+      }
+      this.resetCarry();
+      this.offset = lineStart + lineLength + 1;
+      from = nl + 1;
+    }
+    return out;
+  }
+
+  /** Ends the scan: classifies what remains. */
+  finish(): ScanEnd {
+    const totalBytes = this.offset + this.carryBytes;
+    if (this.problem === undefined) {
+      if (this.expectHeader) {
+        this.problem = {
+          kind: 'corrupt',
+          offset: 0,
+          message: totalBytes === 0 ? 'the log is empty (no header)' : 'the header line is incomplete',
+        };
+      } else if (this.carryBytes > 0 || this.carryOverflow) {
+        const reason = this.classifyCarry();
+        this.damage ??= { offset: this.offset, reason };
+      } else if (this.pending !== undefined && this.damage === undefined) {
+        this.damage = { offset: this.pending.offset, reason: 'partial-batch' };
+      }
+    }
+    const end: ScanEnd = {
+      committedBytes: this.committedBytes,
+      nextSeq: this.nextSeq,
+      eventCount: this.eventCount,
+      totalBytes,
+    };
+    if (this.header !== undefined) end.header = this.header;
+    if (this.problem !== undefined) end.problem = this.problem;
+    else if (totalBytes > this.committedBytes) {
+      const reason = this.damage?.reason ?? (this.pending !== undefined ? 'partial-batch' : 'garbage');
+      end.torn = { offset: this.committedBytes, length: totalBytes - this.committedBytes, reason };
+    }
+    return end;
+  }
+
+  private classifyCarry(): TornReason {
+    if (this.carryOverflow) return this.carryAllNul ? 'nul' : 'partial-line';
+    if (this.carryAllNul) return 'nul';
+    const line = this.takeCarry();
+    return decodeEventLine(line, 0, line.length).ok ? 'no-newline' : 'partial-line';
+  }
+
+  private addCarry(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    if (this.carryAllNul) this.carryAllNul = bytes.every((b) => b === 0);
+    this.carryBytes += bytes.length;
+    if (this.carryOverflow) return;
+    if (this.carryBytes > this.maxLineBytes) {
+      this.carryOverflow = true;
+      this.carry = [];
+      return;
+    }
+    // Copy: the caller may reuse its read buffer.
+    this.carry.push(Uint8Array.from(bytes));
+  }
+
+  private takeCarry(): Uint8Array {
+    if (this.carry.length === 1) return this.carry[0]!;
+    const joined = Buffer.concat(this.carry);
+    this.carry = [joined];
+    return joined;
+  }
+
+  private resetCarry(): void {
+    this.carry = [];
+    this.carryBytes = 0;
+    this.carryOverflow = false;
+    this.carryAllNul = true;
+  }
+
+  private onLine(bytes: Uint8Array, start: number, end: number, offset: number, out: ScanBatch[]): void {
+    if (this.expectHeader) {
+      this.expectHeader = false;
+      const header = decodeHeaderLine(bytes, start, end);
+      if (header.ok) {
+        this.header = header.value;
+        this.committedBytes = offset + (end - start) + 1;
+        this.headerEnd = this.committedBytes;
+      } else if (header.defect === 'newer-version') {
+        this.problem = {
+          kind: 'unsupported-format',
+          offset,
+          version: header.version,
+          message: `format version ${header.version} is newer than this code knows`,
+        };
+      } else {
+        this.problem = { kind: 'corrupt', offset, message: `bad header: ${header.detail}` };
+      }
+      return;
+    }
+    const decoded = decodeEventLine(bytes, start, end);
+    if (!decoded.ok) {
+      this.onBadLine(offset, isNulRun(bytes, start, end) ? 'nul' : 'garbage');
+      return;
+    }
+    if (this.damage !== undefined) {
+      this.onLineAfterDamage(decoded.value);
+      return;
+    }
+    const { event, end: last } = decoded.value;
+    const pending = this.pending;
+    const expected = this.nextSeq + (pending?.events.length ?? 0);
+    if (pending === undefined && event.seq !== this.nextSeq) {
+      // A complete, checksummed line with the wrong seq right after committed data: not a crash
+      // signature (a crash cannot invent a valid line), so the log lost or duplicated events.
+      this.problem = {
+        kind: 'corrupt',
+        offset,
+        seq: this.nextSeq,
+        message: `seq gap: expected seq ${this.nextSeq}, found ${event.seq}`,
+      };
+      return;
+    }
+    if (pending !== undefined && (event.seq !== expected || last !== pending.end)) {
+      // The unfinished batch is interrupted by a line that does not continue it.
+      this.onBadLine(pending.offset, 'partial-batch');
+      this.onLineAfterDamage(decoded.value);
+      return;
+    }
+    const batch = pending ?? { offset, end: last, events: [] };
+    batch.events.push(event);
+    if (event.seq === last) {
+      const endOffset = offset + (end - start) + 1;
+      out.push({ events: batch.events, at: decoded.value.at!, offset: batch.offset, endOffset });
+      this.nextSeq = last + 1;
+      this.eventCount += batch.events.length;
+      this.committedBytes = endOffset;
+      this.pending = undefined;
+    } else {
+      this.pending = batch;
+    }
+  }
+
+  private onBadLine(offset: number, reason: TornReason): void {
+    if (this.expectHeader) {
+      this.problem = { kind: 'corrupt', offset, message: 'bad header: the first line is too long' };
+      return;
+    }
+    if (this.damage !== undefined) return;
+    this.damage = { offset, reason };
+    if (this.pending !== undefined) this.tornEnd = this.pending.end;
+    this.pending = undefined;
+  }
+
+  private onLineAfterDamage(line: DecodedLine): void {
+    // After damage only lines of the one unfinished batch may follow.
+    this.tornEnd ??= line.end;
+    const inTornBatch =
+      line.end === this.tornEnd && line.event.seq >= this.nextSeq && line.event.seq <= line.end;
+    if (inTornBatch) return;
+    this.problem = {
+      kind: 'corrupt',
+      offset: this.damage!.offset,
+      seq: this.nextSeq,
+      message: `damaged data (${this.damage!.reason}) is followed by valid events (seq ${line.event.seq}): committed data was lost`,
+    };
+  }
+}
+
+function isNulRun(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+/** Everything a whole-log scan finds. */
+export interface ScanReport extends ScanEnd {
+  /** The committed batches, in order. */
+  batches: ScanBatch[];
+}
+
+/**
+ * Classifies a whole log held in memory: header, committed batches, torn tail, or the problem
+ * that makes it unreadable. Never throws; the store turns problems into CORRUPT or
+ * UNSUPPORTED_FORMAT errors. For files of any size use {@link LogScanner} over chunks instead.
+ */
+export function scanLog(bytes: Uint8Array, options: ScanOptions = {}): ScanReport {
+  const scanner = new LogScanner(options);
+  const batches = scanner.push(bytes);
+  return { ...scanner.finish(), batches };
+}

@@ -1,0 +1,1171 @@
+// The JSONL store: the operations of SPEC §4 as sequences of I/O steps. Formats, scanning and
+// summary rules live in format.ts, scan.ts and summary.ts; this file only orders reads, writes,
+// syncs and locks, and decides what a fault means.
+import { dirname } from 'node:path';
+import {
+  advanceCommitState,
+  applyPatch,
+  assertSameEvents,
+  assertValidId,
+  type BoundaryPredicate,
+  boundaryPredicate,
+  type CommitState,
+  type CreateInit,
+  commitStateOf,
+  compareForList,
+  type Durability,
+  emptySummary,
+  encodeCursor,
+  errors,
+  type FileHandlePort,
+  type FileSystem,
+  generateId,
+  isAfterCursor,
+  isTidemarkError,
+  isValidId,
+  type ListProblem,
+  type ListQuery,
+  type LoadedSession,
+  type LoadOptions,
+  nextUpdatedAt,
+  nodeFileSystem,
+  nowIso,
+  type PreparedEvent,
+  planAppend,
+  prepareBatch,
+  type ReadRange,
+  type RecoveryReport,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionPage,
+  type SessionStore,
+  type SessionSummary,
+  type StoreOptions,
+  type SummaryPatch,
+  toIoError,
+  validateCreate,
+  validateListQuery,
+  validateLoadOptions,
+  validatePatch,
+  validateRange,
+} from '@tidemark/core';
+import { io, ioOrAbsent, problemError, quietly } from './errors.js';
+import { encodeBatch, encodeHeader, FORMAT_VERSION, type LogHeader } from './format.js';
+import {
+  bucketOf,
+  defaultRoot,
+  idOfLogName,
+  isBucketName,
+  type SessionPaths,
+  sessionPaths,
+} from './layout.js';
+import { acquireLock, type HeldLock, type LockHolder } from './lock.js';
+import { ensureDir, publishFile, quarantineRange, scanHandle, writeAll } from './recovery.js';
+import { LogScanner, type ScanBatch, type ScanEnd } from './scan.js';
+import {
+  decodeSidecar,
+  SIDECAR_REFRESH_BYTES,
+  type Sidecar,
+  SummaryFolder,
+  writeSidecar,
+} from './summary.js';
+import type { VerifyReport } from './verify.js';
+
+/** Options of {@link openJsonlStore}. */
+export interface JsonlStoreOptions extends StoreOptions {
+  /** Store root. Default `$TIDEMARK_HOME/sessions`, else `~/.tidemark/sessions`. */
+  root?: string;
+  /** File system port; default the real one. The fault harness passes a wrapped one. */
+  fs?: FileSystem;
+  /**
+   * `file` (default): a writer holds `<id>.lock`, so another process or store instance appending
+   * to the same session gets CONFLICT. `none`: no lock files, for a store that is certain to be
+   * the only writer (no cross-process protection).
+   */
+  lock?: 'file' | 'none';
+  /** Writers (open descriptors and locks) kept open at once; the least recently used idle one is closed beyond this. Default 64. */
+  maxOpenWriters?: number;
+}
+
+/** What {@link JsonlStore.repair} may remove. */
+export interface RepairOptions {
+  /** `cut` also moves the interrupted tail to quarantine. Default `keep`. */
+  tail?: 'keep' | 'cut';
+  /**
+   * Also repair a CORRUPT log: everything from the first damaged byte on (including later valid
+   * events, which can no longer be trusted to be contiguous) goes to quarantine. Default false.
+   */
+  dropCorrupt?: boolean;
+}
+
+/** The outcome of {@link JsonlStore.repair}. */
+export interface RepairReport extends RecoveryReport {
+  /** Bytes taken out of a corrupt log (with `dropCorrupt`). */
+  corruptBytes?: number;
+  /** Every quarantine file written by this repair. */
+  quarantined: string[];
+  /** Events in the log after the repair. */
+  eventCount: number;
+}
+
+/** A session this instance writes: its open log, its lock and what it knows of the log. */
+interface Writer {
+  id: string;
+  paths: SessionPaths;
+  handle: FileHandlePort | undefined;
+  lock: HeldLock | undefined;
+  /** Length of the log: everything before it is committed. */
+  size: number;
+  nextSeq: number;
+  /** `at` of the last batch (or `updatedAt` of the last update): appends record a later time. */
+  lastAt: string;
+  /** `logSize` of the sidecar on disk, -1 when unknown. */
+  sidecarSize: number;
+  /** Relaxed durability: batches written since the last fdatasync. */
+  unsynced: boolean;
+  /** What opening this writer repaired, until a load reports it. */
+  repaired: RecoveryReport | undefined;
+}
+
+/** A full read of a log. */
+interface WholeLog {
+  header: LogHeader | undefined;
+  batches: ScanBatch[];
+  end: ScanEnd;
+  summary: SessionSummary | undefined;
+}
+
+interface Pending {
+  meta: Omit<SessionMeta, 'formatVersion'>;
+  patch: SummaryPatch;
+}
+
+const LIST_PARALLELISM = 16;
+
+/**
+ * The crash-safe JSONL backend. Use {@link openJsonlStore}; the class is exported for the
+ * `repair` method the CLI needs.
+ */
+export class JsonlStore implements SessionStore {
+  /** The store root. */
+  readonly root: string;
+  private readonly fs: FileSystem;
+  private readonly durability: Durability;
+  private readonly isBoundary: BoundaryPredicate;
+  private readonly limits: { maxEventBytes?: number; maxDepth?: number };
+  private readonly locking: boolean;
+  private readonly maxOpenWriters: number;
+  private readonly pending = new Map<string, Pending>();
+  private readonly writers = new Map<string, Writer>();
+  private readonly buckets = new Map<string, string>();
+  private readonly queues = new Map<string, { tail: Promise<void>; depth: number }>();
+  private closed = false;
+
+  constructor(options: JsonlStoreOptions = {}) {
+    this.root = options.root ?? defaultRoot();
+    this.fs = options.fs ?? nodeFileSystem;
+    this.durability = options.durability ?? 'strict';
+    if (this.durability !== 'strict' && this.durability !== 'relaxed') {
+      throw errors.invalid(`durability must be 'strict' or 'relaxed'`);
+    }
+    this.isBoundary = boundaryPredicate(options.boundaryTypes);
+    this.limits = {};
+    if (options.maxEventBytes !== undefined) this.limits.maxEventBytes = options.maxEventBytes;
+    if (options.maxDepth !== undefined) this.limits.maxDepth = options.maxDepth;
+    this.locking = (options.lock ?? 'file') === 'file';
+    this.maxOpenWriters = Math.max(1, options.maxOpenWriters ?? 64);
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  async create(init?: CreateInit): Promise<SessionMeta> {
+    this.assertOpen();
+    const { meta, patch } = validateCreate(init, generateId);
+    return this.exclusive(meta.id, async () => {
+      this.assertOpen();
+      if (this.pending.has(meta.id) || (await this.locate(meta.id)) !== undefined)
+        throw errors.alreadyExists(meta.id);
+      this.pending.set(meta.id, { meta, patch });
+      return { ...structuredClone(meta), formatVersion: FORMAT_VERSION };
+    });
+  }
+
+  async append(id: string, events: readonly SessionEvent[]): Promise<{ nextSeq: number }> {
+    this.assertOpen();
+    assertValidId(id);
+    const batch = prepareBatch(events, this.limits, id);
+    return this.exclusive(id, async () => {
+      this.assertOpen();
+      const writer = await this.ensureWriter(id);
+      if (writer === undefined) {
+        const pending = this.pending.get(id);
+        if (pending === undefined) throw errors.notFound(id);
+        return this.publishFirst(id, pending, batch);
+      }
+      // A session materialized by another instance makes this instance's reservation moot.
+      this.pending.delete(id);
+      return this.appendTo(writer, batch);
+    });
+  }
+
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
+    this.assertOpen();
+    assertValidId(id);
+    const tail = validateLoadOptions(options);
+    return this.exclusive(id, async () => {
+      this.assertOpen();
+      const paths = await this.locate(id);
+      if (paths === undefined) throw errors.notFound(id);
+      let log = await this.readWhole(paths, id);
+      let recovered: RecoveryReport | undefined;
+      const interrupted = () => commitStateOf(flatten(log.batches), this.isBoundary).interrupted;
+      const wantsCut = tail === 'cut' && log.end.problem === undefined && interrupted();
+      if (log.end.problem === undefined && (log.end.torn !== undefined || wantsCut)) {
+        const writer = await this.writerForRepair(id, log.end.torn !== undefined, wantsCut);
+        if (writer !== undefined) {
+          recovered = writer.repaired;
+          writer.repaired = undefined;
+          if (wantsCut) {
+            const cut = await this.cutTail(writer);
+            if (cut !== undefined) recovered = { ...recovered, ...cut };
+          }
+          log = await this.readWhole(writer.paths, id);
+        }
+      }
+      if (log.end.problem !== undefined) throw problemError(log.end.problem, paths.log, id);
+      const header = log.header!;
+      const events = flatten(log.batches);
+      const state = commitStateOf(events, this.isBoundary);
+      const summary = { ...log.summary!, eventCount: events.length, ...state };
+      const loaded: LoadedSession = {
+        meta: header.meta,
+        summary,
+        events,
+        committedSeq: state.committedSeq,
+        interrupted: state.interrupted,
+      };
+      if (recovered !== undefined) loaded.recovered = recovered;
+      return loaded;
+    });
+  }
+
+  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        self.assertOpen();
+        assertValidId(id);
+        const { fromSeq, toSeq } = validateRange(range);
+        yield* self.readEvents(id, fromSeq, toSeq);
+      },
+    };
+  }
+
+  async list(query?: ListQuery): Promise<SessionPage> {
+    this.assertOpen();
+    const q = validateListQuery(query);
+    const buckets =
+      q.cwd !== undefined
+        ? [bucketOf(q.cwd)]
+        : (
+            (await ioOrAbsent(`reading ${this.root}`, undefined, () => this.fs.readdir(this.root))) ?? []
+          ).filter(isBucketName);
+    const found: { id: string; paths: SessionPaths }[] = [];
+    for (const bucket of buckets.sort()) {
+      const dir = sessionPaths(this.root, bucket, 'x').dir;
+      const names = await ioOrAbsent(`reading ${dir}`, undefined, () => this.fs.readdir(dir));
+      for (const name of names ?? []) {
+        const id = idOfLogName(name);
+        if (id !== undefined && isValidId(id)) found.push({ id, paths: sessionPaths(this.root, bucket, id) });
+      }
+    }
+    const summaries: SessionSummary[] = [];
+    const problems: ListProblem[] = [];
+    await forEachLimited(found, LIST_PARALLELISM, async ({ id, paths }) => {
+      try {
+        const summary = await this.listedSummary(paths, id);
+        if (summary !== undefined) summaries.push(summary);
+      } catch (error) {
+        problems.push({ id, error: toIoError(error, `summarizing ${id}`, id) });
+      }
+    });
+    this.assertOpen();
+    const all = summaries
+      .filter((s) => q.cwd === undefined || s.cwd === q.cwd)
+      .filter((s) => q.cursor === undefined || isAfterCursor(s, q.cursor))
+      .sort(compareForList);
+    const sessions = all.slice(0, q.limit);
+    const page: SessionPage = { sessions, problems: problems.sort((a, b) => (a.id < b.id ? -1 : 1)) };
+    if (all.length > q.limit) page.nextCursor = encodeCursor(sessions[sessions.length - 1]!);
+    return page;
+  }
+
+  async has(id: string): Promise<boolean> {
+    this.assertOpen();
+    assertValidId(id);
+    return (await this.locate(id)) !== undefined;
+  }
+
+  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
+    this.assertOpen();
+    assertValidId(id);
+    const valid = validatePatch(patch);
+    return this.exclusive(id, async () => {
+      this.assertOpen();
+      const writer = await this.ensureWriter(id);
+      if (writer === undefined) {
+        const pending = this.pending.get(id);
+        if (pending === undefined) throw errors.notFound(id);
+        const merged = { ...pending.patch, ...valid };
+        const summary = applyPatch(emptySummary(pending.meta), merged, pending.meta.createdAt);
+        pending.patch = merged;
+        return summary;
+      }
+      const current = await this.currentSummary(writer.paths, id, writer.size);
+      const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
+      await writeSidecar(
+        this.fs,
+        writer.paths.dir,
+        writer.paths.summary,
+        { logSize: writer.size, summary: next },
+        {
+          syncDir: true,
+          sessionId: id,
+        },
+      );
+      writer.sidecarSize = writer.size;
+      if (next.updatedAt > writer.lastAt) writer.lastAt = next.updatedAt;
+      return structuredClone(next);
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    this.assertOpen();
+    assertValidId(id);
+    return this.exclusive(id, async () => {
+      this.assertOpen();
+      const paths = await this.locate(id);
+      if (paths === undefined) {
+        if (this.pending.delete(id)) return;
+        throw errors.notFound(id);
+      }
+      this.pending.delete(id);
+      await quietly(() => this.retireWriter(id, false));
+      const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+      try {
+        // The log goes first: from then on the session is absent; a sidecar without a log is ignored.
+        const removed = await ioOrAbsent(`removing ${paths.log}`, id, () =>
+          this.fs.unlink(paths.log).then(() => true),
+        );
+        if (removed === undefined) throw errors.notFound(id);
+        await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
+        await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
+      } finally {
+        this.buckets.delete(id);
+        if (lock !== undefined) await quietly(() => lock.release());
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    let failure: unknown;
+    for (const id of [...this.writers.keys()]) {
+      try {
+        await this.exclusive(id, () => this.retireWriter(id, true));
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    this.pending.clear();
+    if (failure !== undefined) throw toIoError(failure, 'closing the store');
+  }
+
+  /**
+   * Explicit repair (for `tidemark repair`): sets torn bytes aside, with `tail: 'cut'` the
+   * interrupted tail, and with `dropCorrupt` everything from the first damaged byte of a corrupt
+   * log. Every removed byte goes to `<root>/.quarantine/` first.
+   */
+  async repair(id: string, options: RepairOptions = {}): Promise<RepairReport> {
+    this.assertOpen();
+    assertValidId(id);
+    return this.exclusive(id, async () => {
+      this.assertOpen();
+      const quarantined: string[] = [];
+      const report: RepairReport = { quarantined, eventCount: 0 };
+      const paths = await this.locate(id);
+      if (paths === undefined) throw errors.notFound(id);
+      if (options.dropCorrupt === true) {
+        const dropped = await this.dropCorrupt(id, paths);
+        if (dropped !== undefined) {
+          report.corruptBytes = dropped.bytes;
+          quarantined.push(dropped.path);
+        }
+      }
+      const writer = await this.ensureWriter(id);
+      if (writer === undefined) throw errors.notFound(id);
+      if (writer.repaired !== undefined) {
+        Object.assign(report, writer.repaired);
+        if (writer.repaired.quarantinedAt !== undefined) quarantined.push(writer.repaired.quarantinedAt);
+        writer.repaired = undefined;
+      }
+      if (options.tail === 'cut') {
+        const cut = await this.cutTail(writer);
+        if (cut !== undefined) {
+          report.cutEvents = cut.cutEvents;
+          report.quarantinedAt = cut.quarantinedAt;
+          quarantined.push(cut.quarantinedAt);
+        }
+      }
+      report.eventCount = writer.nextSeq;
+      return report;
+    });
+  }
+
+  /** Checks a log without changing anything (see `verifySession`). Bounded memory. */
+  async verify(id: string): Promise<VerifyReport> {
+    this.assertOpen();
+    assertValidId(id);
+    const paths = await this.locate(id);
+    if (paths === undefined) throw errors.notFound(id);
+    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+    if (handle === undefined) throw errors.notFound(id);
+    try {
+      let state: CommitState = { committedSeq: -1, interrupted: false };
+      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+        onBatch: (batch) => {
+          state = advanceCommitState(state, batch.events, this.isBoundary);
+          return true;
+        },
+      });
+      const report: VerifyReport = {
+        id,
+        path: paths.log,
+        status: 'ok',
+        eventCount: end.eventCount,
+        committedSeq: state.committedSeq,
+        interrupted: state.interrupted,
+        bytes: end.totalBytes,
+      };
+      if (end.problem !== undefined) {
+        report.problem = end.problem;
+        report.status = end.problem.kind;
+      } else if (end.torn !== undefined) {
+        report.torn = end.torn;
+        report.status = 'torn';
+      } else if (state.interrupted) {
+        report.status = 'interrupted';
+      }
+      return report;
+    } finally {
+      await quietly(() => handle.close());
+    }
+  }
+
+  // ---------------------------------------------------------------- writing
+
+  /** First batch: header and events published together as a new file (temp, fsync, link, dir fsync). */
+  private async publishFirst(
+    id: string,
+    pending: Pending,
+    batch: PreparedEvent[],
+  ): Promise<{ nextSeq: number }> {
+    planAppend(id, 0, batch);
+    const paths = sessionPaths(this.root, bucketOf(pending.meta.cwd), id);
+    await this.ensureRoot(id);
+    await ensureDir(this.fs, paths.dir, this.root, id);
+    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    try {
+      const last = batch[batch.length - 1]!.event.seq;
+      const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
+      const headerText = encodeHeader(pending.meta, pending.patch);
+      const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
+      const published = await publishFile(
+        this.fs,
+        paths.dir,
+        paths.log,
+        (handle) => writeAll(handle, bytes, 0),
+        'link',
+        id,
+      );
+      if (!published) {
+        // Another instance published this id first: append to its log like any other.
+        const writer = await this.openWriter(id, paths, lock);
+        if (writer === undefined) throw errors.notFound(id);
+        this.pending.delete(id);
+        return this.appendTo(writer, batch);
+      }
+      this.pending.delete(id);
+      this.buckets.set(id, paths.bucket);
+      const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+')).catch(
+        () => undefined,
+      );
+      const writer: Writer = {
+        id,
+        paths,
+        handle,
+        lock,
+        size: bytes.length,
+        nextSeq: last + 1,
+        lastAt: at,
+        sidecarSize: -1,
+        unsynced: false,
+        repaired: undefined,
+      };
+      await this.register(writer);
+      // The header holds what the sidecar would add, so the sidecar need not be durable here.
+      const folder = new SummaryFolder(undefined, this.isBoundary);
+      const headerBytes = Buffer.byteLength(headerText);
+      folder.header(
+        {
+          version: FORMAT_VERSION,
+          meta: { ...pending.meta, formatVersion: FORMAT_VERSION },
+          init: pending.patch,
+        },
+        headerBytes,
+      );
+      folder.batch({ events: batch.map((p) => p.event), at, offset: headerBytes, endOffset: bytes.length });
+      await quietly(async () => {
+        await writeSidecar(
+          this.fs,
+          paths.dir,
+          paths.summary,
+          { logSize: writer.size, summary: folder.result()! },
+          {
+            syncDir: false,
+            sessionId: id,
+          },
+        );
+        writer.sidecarSize = writer.size;
+      });
+      return { nextSeq: writer.nextSeq };
+    } catch (error) {
+      if (lock !== undefined && !this.writers.has(id)) await quietly(() => lock.release());
+      throw error;
+    }
+  }
+
+  /** Later batches: idempotent retry check, then one write and (strict) one fdatasync. */
+  private async appendTo(writer: Writer, batch: PreparedEvent[]): Promise<{ nextSeq: number }> {
+    const id = writer.id;
+    const plan = planAppend(id, writer.nextSeq, batch);
+    if (plan.kind === 'compare') {
+      const stored: SessionEvent[] = [];
+      for await (const event of this.readEvents(id, plan.fromSeq, plan.toSeq)) stored.push(event);
+      assertSameEvents(id, stored, batch);
+      return { nextSeq: writer.nextSeq };
+    }
+    if (writer.handle === undefined) await this.reopenHandle(writer);
+    const handle = writer.handle!;
+    const last = batch[batch.length - 1]!.event.seq;
+    const at = nextUpdatedAt(writer.lastAt, nowIso());
+    const bytes = Buffer.from(encodeBatch(batch, last, at), 'utf8');
+    const sync = this.durability === 'strict' || batch.some((item) => this.isBoundary(item.event));
+    try {
+      await writeAll(handle, bytes, writer.size);
+      if (sync) await handle.datasync();
+    } catch (error) {
+      await this.rollback(writer);
+      throw toIoError(error, `appending to ${writer.paths.log}`, id);
+    }
+    writer.size += bytes.length;
+    writer.nextSeq = last + 1;
+    writer.lastAt = at;
+    writer.unsynced = !sync;
+    if (sync && writer.size - writer.sidecarSize > SIDECAR_REFRESH_BYTES) {
+      await quietly(() => this.refreshSidecar(writer));
+    }
+    return { nextSeq: writer.nextSeq };
+  }
+
+  /**
+   * After a failed write or fsync: never retry the fsync on the same descriptor (the kernel may
+   * have dropped the dirty pages and would report success). Close it, reopen, truncate back to
+   * the committed length, sync, and check the length. If that fails too, drop the writer: the
+   * next use rescans the log and repairs its tail.
+   */
+  private async rollback(writer: Writer): Promise<void> {
+    const broken = writer.handle;
+    writer.handle = undefined;
+    if (broken !== undefined) await quietly(() => broken.close());
+    try {
+      await this.reopenHandle(writer);
+    } catch {
+      await quietly(() => this.retireWriter(writer.id, false));
+    }
+  }
+
+  private async reopenHandle(writer: Writer): Promise<void> {
+    const { log } = writer.paths;
+    const handle = await io(`opening ${log}`, writer.id, () => this.fs.open(log, 'r+'));
+    try {
+      const size = await io(`inspecting ${log}`, writer.id, () => handle.size());
+      if (size < writer.size) {
+        throw errors.corrupt(`session ${writer.id}: ${log} is shorter than its committed length`, {
+          file: log,
+          offset: size,
+        });
+      }
+      if (size > writer.size) {
+        await io(`truncating ${log}`, writer.id, () => handle.truncate(writer.size));
+        await io(`syncing ${log}`, writer.id, () => handle.datasync());
+        const after = await io(`inspecting ${log}`, writer.id, () => handle.size());
+        if (after !== writer.size)
+          throw toIoError(new Error(`truncate left ${after} bytes`), `truncating ${log}`, writer.id);
+      }
+    } catch (error) {
+      await quietly(() => handle.close());
+      throw error;
+    }
+    writer.handle = handle;
+  }
+
+  /** The writer of a session: this instance's, or a new one (lock, scan, torn-tail repair). */
+  private async ensureWriter(id: string): Promise<Writer | undefined> {
+    const existing = this.writers.get(id);
+    if (existing !== undefined) {
+      this.writers.delete(id);
+      this.writers.set(id, existing); // most recently used last
+      if (existing.handle === undefined) {
+        try {
+          await this.reopenHandle(existing);
+        } catch (error) {
+          await quietly(() => this.retireWriter(id, false));
+          throw error;
+        }
+      }
+      return existing;
+    }
+    const paths = await this.locate(id);
+    if (paths === undefined) return undefined;
+    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    return this.openWriter(id, paths, lock);
+  }
+
+  /** Opens the log of a session whose lock is held, scans it, repairs a torn tail, registers the writer. */
+  private async openWriter(
+    id: string,
+    paths: SessionPaths,
+    lock: HeldLock | undefined,
+  ): Promise<Writer | undefined> {
+    const release = async () => {
+      if (lock !== undefined) await quietly(() => lock.release());
+    };
+    let handle: FileHandlePort;
+    try {
+      const opened = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
+      if (opened === undefined) {
+        this.buckets.delete(id);
+        await release();
+        return undefined;
+      }
+      handle = opened;
+    } catch (error) {
+      await release();
+      throw error;
+    }
+    try {
+      const sidecar = await this.readSidecar(paths, id);
+      const folder = new SummaryFolder(sidecar, this.isBoundary);
+      let header: LogHeader | undefined;
+      let lastAt: string | undefined;
+      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+        onHeader: (h, endOffset) => {
+          header = h;
+          folder.header(h, endOffset);
+        },
+        onBatch: (batch) => {
+          folder.batch(batch);
+          lastAt = batch.at;
+          return true;
+        },
+      });
+      if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+      let repaired: RecoveryReport | undefined;
+      if (end.torn !== undefined) {
+        // Set the torn bytes aside first, then cut them off: a new line never joins a torn one.
+        const at = await quarantineRange(
+          this.fs,
+          this.root,
+          id,
+          'torn',
+          handle,
+          end.torn.offset,
+          end.torn.length,
+        );
+        await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
+        await io(`syncing ${paths.log}`, id, () => handle.datasync());
+        repaired = { tornBytes: end.torn.length, quarantinedAt: at };
+      }
+      const summary = folder.result()!;
+      const writer: Writer = {
+        id,
+        paths,
+        handle,
+        lock,
+        size: end.committedBytes,
+        nextSeq: end.nextSeq,
+        lastAt: summary.updatedAt > (lastAt ?? '') ? summary.updatedAt : (lastAt ?? header!.meta.createdAt),
+        sidecarSize: sidecar?.logSize ?? -1,
+        unsynced: false,
+        repaired,
+      };
+      if (!folder.isAnchored) {
+        // Missing, foreign or describing a longer log (a repair shortened it): rewrite it before any
+        // append can make a stale sidecar look current again.
+        await writeSidecar(
+          this.fs,
+          paths.dir,
+          paths.summary,
+          { logSize: writer.size, summary },
+          {
+            syncDir: true,
+            sessionId: id,
+          },
+        );
+        writer.sidecarSize = writer.size;
+      }
+      this.buckets.set(id, paths.bucket);
+      await this.register(writer);
+      return writer;
+    } catch (error) {
+      await quietly(() => handle.close());
+      await release();
+      throw error;
+    }
+  }
+
+  private async register(writer: Writer): Promise<void> {
+    this.writers.set(writer.id, writer);
+    if (this.writers.size <= this.maxOpenWriters) return;
+    for (const [id] of this.writers) {
+      if (this.writers.size <= this.maxOpenWriters) break;
+      if (id !== writer.id && !this.busy(id)) await quietly(() => this.retireWriter(id, true));
+    }
+  }
+
+  /** Syncs what relaxed mode owes, refreshes the sidecar, closes the descriptor, releases the lock. */
+  private async retireWriter(id: string, refresh: boolean): Promise<void> {
+    const writer = this.writers.get(id);
+    if (writer === undefined) return;
+    this.writers.delete(id);
+    let failure: unknown;
+    if (writer.handle !== undefined && writer.unsynced) {
+      try {
+        await writer.handle.datasync();
+      } catch (error) {
+        failure = toIoError(error, `syncing ${writer.paths.log}`, id);
+      }
+    }
+    if (refresh && failure === undefined && writer.size !== writer.sidecarSize) {
+      await quietly(() => this.refreshSidecar(writer));
+    }
+    const { handle, lock } = writer;
+    if (handle !== undefined) await quietly(() => handle.close());
+    if (lock !== undefined) await quietly(() => lock.release());
+    if (failure !== undefined) throw failure;
+  }
+
+  private holderFor(id: string): LockHolder {
+    return {
+      busy: () => this.busy(id),
+      release: () => this.exclusive(id, () => this.retireWriter(id, true)),
+    };
+  }
+
+  private async refreshSidecar(writer: Writer): Promise<void> {
+    const summary = await this.currentSummary(writer.paths, writer.id, writer.size);
+    await writeSidecar(
+      this.fs,
+      writer.paths.dir,
+      writer.paths.summary,
+      { logSize: writer.size, summary },
+      {
+        syncDir: false,
+        sessionId: writer.id,
+      },
+    );
+    writer.sidecarSize = writer.size;
+  }
+
+  /** A writer for load's repair; undefined when another live writer owns the session (its torn bytes are a write in flight). */
+  private async writerForRepair(id: string, torn: boolean, cut: boolean): Promise<Writer | undefined> {
+    if (torn && this.writers.has(id)) await this.retireWriter(id, false);
+    try {
+      const writer = await this.ensureWriter(id);
+      if (writer === undefined) throw errors.notFound(id);
+      return writer;
+    } catch (error) {
+      if (!cut && isTidemarkError(error, 'CONFLICT')) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * `tail: 'cut'`: moves the events after the last boundary to quarantine. When the boundary ends
+   * a batch the log is truncated in place; when it sits inside a batch, that batch must be
+   * re-framed, so the log is rewritten as a new file and renamed over the old one (atomic).
+   */
+  private async cutTail(writer: Writer): Promise<{ cutEvents: number; quarantinedAt: string } | undefined> {
+    const id = writer.id;
+    const log = await this.readWhole(writer.paths, id);
+    if (log.end.problem !== undefined) throw problemError(log.end.problem, writer.paths.log, id);
+    const events = flatten(log.batches);
+    const state = commitStateOf(events, this.isBoundary);
+    if (!state.interrupted) return undefined;
+    const firstCut = state.committedSeq + 1;
+    const batch = log.batches.find((b) => b.events[b.events.length - 1]!.seq >= firstCut)!;
+    const handle = writer.handle!;
+    const quarantinedAt = await quarantineRange(
+      this.fs,
+      this.root,
+      id,
+      'tail',
+      handle,
+      batch.offset,
+      writer.size - batch.offset,
+    );
+    let newSize: number;
+    if (batch.events[0]!.seq === firstCut) {
+      await io(`truncating ${writer.paths.log}`, id, () => handle.truncate(batch.offset));
+      await io(`syncing ${writer.paths.log}`, id, () => handle.datasync());
+      newSize = batch.offset;
+    } else {
+      const kept = batch.events
+        .filter((e) => e.seq < firstCut)
+        .map((event) => ({ json: JSON.stringify(event) }));
+      const reframed = Buffer.from(encodeBatch(kept, state.committedSeq, batch.at), 'utf8');
+      await publishFile(
+        this.fs,
+        writer.paths.dir,
+        writer.paths.log,
+        async (out) => {
+          const chunk = new Uint8Array(1024 * 1024);
+          for (let copied = 0; copied < batch.offset; ) {
+            const n = await handle.read(chunk, 0, Math.min(chunk.length, batch.offset - copied), copied);
+            if (n === 0) throw Object.assign(new Error('log shrank while being rewritten'), { code: 'EIO' });
+            await writeAll(out, chunk.subarray(0, n), copied);
+            copied += n;
+          }
+          await writeAll(out, reframed, batch.offset);
+        },
+        'rename',
+        id,
+      );
+      newSize = batch.offset + reframed.length;
+      await quietly(() => handle.close());
+      writer.handle = undefined;
+      writer.size = newSize;
+      await this.reopenHandle(writer);
+    }
+    writer.size = newSize;
+    writer.nextSeq = firstCut;
+    const summary = await this.currentSummary(writer.paths, id, newSize);
+    await writeSidecar(
+      this.fs,
+      writer.paths.dir,
+      writer.paths.summary,
+      { logSize: newSize, summary },
+      {
+        syncDir: true,
+        sessionId: id,
+      },
+    );
+    writer.sidecarSize = newSize;
+    return { cutEvents: events.length - firstCut, quarantinedAt };
+  }
+
+  /** `repair({ dropCorrupt })`: quarantines everything from the end of the last good batch of a corrupt log. */
+  private async dropCorrupt(
+    id: string,
+    paths: SessionPaths,
+  ): Promise<{ bytes: number; path: string } | undefined> {
+    await quietly(() => this.retireWriter(id, false));
+    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    try {
+      const handle = await io(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
+      try {
+        const end = await scanHandle(handle, `reading ${paths.log}`, id, {});
+        if (end.problem === undefined || end.problem.kind !== 'corrupt' || end.header === undefined)
+          return undefined;
+        const size = await io(`inspecting ${paths.log}`, id, () => handle.size());
+        const path = await quarantineRange(
+          this.fs,
+          this.root,
+          id,
+          'torn',
+          handle,
+          end.committedBytes,
+          size - end.committedBytes,
+        );
+        await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
+        await io(`syncing ${paths.log}`, id, () => handle.datasync());
+        return { bytes: size - end.committedBytes, path };
+      } finally {
+        await quietly(() => handle.close());
+      }
+    } finally {
+      if (lock !== undefined) await quietly(() => lock.release());
+    }
+  }
+
+  // ---------------------------------------------------------------- reading
+
+  private async *readEvents(id: string, fromSeq: number, toSeq: number): AsyncGenerator<SessionEvent> {
+    const paths = await this.locate(id);
+    if (paths === undefined) throw errors.notFound(id);
+    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+    if (handle === undefined) throw errors.notFound(id);
+    try {
+      const scanner = new LogScanner();
+      const buffer = new Uint8Array(256 * 1024);
+      let position = 0;
+      for (;;) {
+        const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, position));
+        if (n === 0) break;
+        position += n;
+        for (const batch of scanner.push(buffer.subarray(0, n))) {
+          this.assertOpen();
+          for (const event of batch.events) {
+            if (event.seq > toSeq) return;
+            if (event.seq >= fromSeq) yield event;
+          }
+        }
+        if (scanner.failed) break;
+      }
+      const end = scanner.finish();
+      if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+    } finally {
+      await quietly(() => handle.close());
+    }
+  }
+
+  private async readWhole(paths: SessionPaths, id: string): Promise<WholeLog> {
+    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+    if (handle === undefined) throw errors.notFound(id);
+    try {
+      const sidecar = await this.readSidecar(paths, id).catch(() => undefined);
+      const folder = new SummaryFolder(sidecar, this.isBoundary);
+      const batches: ScanBatch[] = [];
+      let header: LogHeader | undefined;
+      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+        onHeader: (h, endOffset) => {
+          header = h;
+          folder.header(h, endOffset);
+        },
+        onBatch: (batch) => {
+          batches.push(batch);
+          folder.batch(batch);
+          return true;
+        },
+      });
+      return { header, batches, end, summary: folder.result() };
+    } finally {
+      await quietly(() => handle.close());
+    }
+  }
+
+  /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
+  private async readSidecar(paths: SessionPaths, id: string): Promise<Sidecar | undefined> {
+    const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () => this.fs.readFile(paths.summary));
+    return bytes === undefined ? undefined : decodeSidecar(bytes);
+  }
+
+  /**
+   * The summary as of `knownSize` bytes of log (default: its current size): the sidecar when
+   * current, else the sidecar brought forward over the batches after it, else rebuilt from the log.
+   */
+  private async currentSummary(paths: SessionPaths, id: string, knownSize?: number): Promise<SessionSummary> {
+    let sidecar: Sidecar | undefined;
+    try {
+      sidecar = await this.readSidecar(paths, id);
+    } catch {
+      sidecar = undefined; // unreadable sidecar: the log decides
+    }
+    const size =
+      knownSize ??
+      (await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log)))?.size ??
+      Number.NaN;
+    if (Number.isNaN(size)) throw errors.notFound(id);
+    if (sidecar !== undefined && sidecar.logSize === size) return sidecar.summary;
+    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+    if (handle === undefined) throw errors.notFound(id);
+    try {
+      if (sidecar !== undefined && sidecar.logSize > 0 && sidecar.logSize < size) {
+        const forward = await this.bringForward(handle, paths, id, sidecar);
+        if (forward !== undefined) return forward;
+      }
+      const folder = new SummaryFolder(sidecar, this.isBoundary);
+      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+        onHeader: (h, endOffset) => folder.header(h, endOffset),
+        onBatch: (batch) => {
+          folder.batch(batch);
+          return true;
+        },
+      });
+      if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+      return folder.result()!;
+    } finally {
+      await quietly(() => handle.close());
+    }
+  }
+
+  /** Folds only the batches after the sidecar's `logSize`; undefined when that is not a boundary. */
+  private async bringForward(
+    handle: FileHandlePort,
+    paths: SessionPaths,
+    id: string,
+    sidecar: Sidecar,
+  ): Promise<SessionSummary | undefined> {
+    const before = new Uint8Array(1);
+    const n = await io(`reading ${paths.log}`, id, () => handle.read(before, 0, 1, sidecar.logSize - 1));
+    if (n !== 1 || before[0] !== 0x0a) return undefined;
+    const folder = SummaryFolder.fromSidecar(sidecar, this.isBoundary);
+    let first = true;
+    let aligned = true;
+    const end = await scanHandle(
+      handle,
+      `reading ${paths.log}`,
+      id,
+      {
+        onBatch: (batch) => {
+          if (first && batch.offset !== sidecar.logSize) aligned = false;
+          first = false;
+          folder.batch(batch);
+          return aligned;
+        },
+      },
+      { start: { offset: sidecar.logSize, nextSeq: sidecar.summary.eventCount } },
+    );
+    if (!aligned || end.problem !== undefined) return undefined;
+    return folder.result();
+  }
+
+  /** list's view of one session; undefined when it vanished meanwhile. */
+  private async listedSummary(paths: SessionPaths, id: string): Promise<SessionSummary | undefined> {
+    const stat = await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log));
+    if (stat === undefined) return undefined;
+    try {
+      return await this.currentSummary(paths, id, stat.size);
+    } catch (error) {
+      if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
+      throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------- locating
+
+  /**
+   * The paths of a materialized session, or undefined when it truly does not exist. Looks in the
+   * remembered bucket first, then in every bucket: an id can be found without its cwd. Only ENOENT
+   * counts as absence; a bucket that cannot be read fails the lookup with IO.
+   */
+  private async locate(id: string): Promise<SessionPaths | undefined> {
+    const tried = new Set<string>();
+    const pendingCwd = this.pending.get(id)?.meta.cwd;
+    const hints = [this.buckets.get(id), this.pending.has(id) ? bucketOf(pendingCwd) : undefined];
+    for (const bucket of hints) {
+      if (bucket === undefined || tried.has(bucket)) continue;
+      tried.add(bucket);
+      const paths = await this.logIn(bucket, id);
+      if (paths !== undefined) return paths;
+    }
+    const names = await ioOrAbsent(`reading ${this.root}`, id, () => this.fs.readdir(this.root));
+    for (const bucket of (names ?? []).filter(isBucketName).sort()) {
+      if (tried.has(bucket)) continue;
+      const paths = await this.logIn(bucket, id);
+      if (paths !== undefined) return paths;
+    }
+    this.buckets.delete(id);
+    return undefined;
+  }
+
+  private async logIn(bucket: string, id: string): Promise<SessionPaths | undefined> {
+    const paths = sessionPaths(this.root, bucket, id);
+    const stat = await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log));
+    if (stat === undefined) return undefined;
+    this.buckets.set(id, bucket);
+    return paths;
+  }
+
+  private async ensureRoot(id: string): Promise<void> {
+    const stat = await ioOrAbsent(`inspecting ${this.root}`, id, () => this.fs.lstat(this.root));
+    if (stat !== undefined) {
+      if (!stat.isDirectory()) {
+        throw toIoError(
+          Object.assign(new Error('not a directory'), { code: 'ENOTDIR' }),
+          `opening ${this.root}`,
+          id,
+        );
+      }
+      return;
+    }
+    await io(`creating ${this.root}`, id, () => this.fs.mkdir(this.root, { recursive: true, mode: 0o700 }));
+    await io(`syncing ${dirname(this.root)}`, id, () => this.fs.syncDir(dirname(this.root)));
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  private assertOpen(): void {
+    if (this.closed) throw errors.closed();
+  }
+
+  private busy(id: string): boolean {
+    return (this.queues.get(id)?.depth ?? 0) > 0;
+  }
+
+  /** Runs `step` after every earlier operation of this instance on session `id`. */
+  private async exclusive<T>(id: string, step: () => Promise<T>): Promise<T> {
+    let queue = this.queues.get(id);
+    if (queue === undefined) {
+      queue = { tail: Promise.resolve(), depth: 0 };
+      this.queues.set(id, queue);
+    }
+    const previous = queue.tail;
+    let done!: () => void;
+    queue.tail = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    queue.depth++;
+    try {
+      await previous;
+      return await step();
+    } catch (error) {
+      throw isTidemarkError(error) ? error : toIoError(error, `operating on ${id}`, id);
+    } finally {
+      done();
+      queue.depth--;
+      if (queue.depth === 0 && this.queues.get(id) === queue) this.queues.delete(id);
+    }
+  }
+}
+
+function flatten(batches: readonly ScanBatch[]): SessionEvent[] {
+  const events: SessionEvent[] = [];
+  for (const batch of batches) for (const event of batch.events) events.push(event);
+  return events;
+}
+
+async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  step: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await step(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
+/**
+ * Opens the crash-safe JSONL store at `options.root`. Opening touches nothing on disk: the root is
+ * created by the first append.
+ */
+export async function openJsonlStore(options: JsonlStoreOptions = {}): Promise<JsonlStore> {
+  return new JsonlStore(options);
+}
