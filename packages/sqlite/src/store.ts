@@ -94,6 +94,8 @@ function prepareStatements(db: Database.Database) {
     beginImmediate: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    syncFull: db.prepare('PRAGMA synchronous = FULL'),
+    syncNormal: db.prepare('PRAGMA synchronous = NORMAL'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
     maxSeq: db.prepare<[string], number | null>('SELECT max(seq) FROM events WHERE session_id = ?').pluck(),
@@ -138,6 +140,7 @@ class SqliteStore implements SessionStore {
   private readonly pending = new Map<string, Pending>();
   private readonly isBoundary: BoundaryPredicate;
   private readonly stmts: Statements;
+  private readonly relaxed: boolean;
   private closed = false;
 
   constructor(
@@ -147,6 +150,7 @@ class SqliteStore implements SessionStore {
   ) {
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.stmts = prepareStatements(db);
+    this.relaxed = options.durability === 'relaxed';
   }
 
   private assertOpen(): void {
@@ -219,8 +223,12 @@ class SqliteStore implements SessionStore {
     assertValidId(id);
     const batch = prepareBatch(events, this.options, id);
     const context = this.context(`appending to session ${id}`, id, 'events');
+    // Relaxed durability defers syncs to boundary events: a batch that closes a unit of work
+    // commits with synchronous=FULL, whose WAL fsync also makes every earlier commit durable.
+    const syncNow = this.relaxed && batch.some((item) => this.isBoundary(item.event));
     let result: AppendResult;
     try {
+      if (syncNow) this.run(context, () => this.stmts.syncFull.run());
       result = this.transaction('write', context, () => {
         const row = this.stmts.getSession.get(id);
         const pending = this.pending.get(id);
@@ -293,6 +301,14 @@ class SqliteStore implements SessionStore {
         });
       }
       throw error;
+    } finally {
+      if (syncNow && !this.closed) {
+        try {
+          this.stmts.syncNormal.run();
+        } catch {
+          // Staying at FULL is only slower, never less safe.
+        }
+      }
     }
     // Materialized now, by this instance or another: the reservation is moot either way.
     this.pending.delete(id);

@@ -50,10 +50,11 @@ describe('storage layout', () => {
     // check that a relaxed store's commits survive close and reopen (close checkpoints the WAL).
     const relaxed = await freshStore({ durability: 'relaxed' });
     await relaxed.store.create({ id: 'r' });
-    await relaxed.store.append('r', events(0, 3));
+    await relaxed.store.append('r', events(0, 3, 2)); // a boundary batch commits with synchronous=FULL
+    await relaxed.store.append('r', events(3, 1));
     await relaxed.store.close();
     const reopened = await openSqliteStore({ path: relaxed.path });
-    expect((await reopened.load('r')).events).toHaveLength(3);
+    expect((await reopened.load('r')).events).toHaveLength(4);
     await reopened.close();
   });
 

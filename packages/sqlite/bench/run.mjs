@@ -1,0 +1,220 @@
+// Benchmarks of @tidemark/sqlite against raw better-sqlite3 with the same pragmas, measured in the
+// same run on the same disk, so that the goals are ratios and hold on a noisy shared machine.
+//
+//   pnpm --filter @tidemark/sqlite bench
+//
+// Sizes (environment): BENCH_APPENDS (2000 one-event appends), BENCH_LOAD_EVENTS (100000),
+// BENCH_SESSIONS (10000), BENCH_SHORT (10), BENCH_LONG (1000). Writes bench-results/sqlite.json.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { openSqliteStore } from '../dist/index.js';
+
+const size = (name, fallback) => Number(process.env[name] ?? fallback);
+const APPENDS = size('BENCH_APPENDS', 2000);
+const LOAD_EVENTS = size('BENCH_LOAD_EVENTS', 100_000);
+const SESSIONS = size('BENCH_SESSIONS', 10_000);
+const SHORT = size('BENCH_SHORT', 10);
+const LONG = size('BENCH_LONG', 1000);
+
+const here = dirname(fileURLToPath(import.meta.url));
+const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-sqlite-bench-'));
+const now = () => performance.now();
+const TIME = '2026-01-01T00:00:00.000Z';
+
+function rawDb(path) {
+  const db = new Database(path);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = FULL');
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+function eventData(seq) {
+  return { role: 'assistant', text: `step ${seq} of the agent`, tokens: seq % 97 };
+}
+
+/** Fills a store database with raw inserts in big transactions: `sessions` × `perSession` events. */
+async function generate(path, sessions, perSession) {
+  await (await openSqliteStore({ path })).close(); // schema
+  const db = rawDb(path);
+  db.pragma('synchronous = OFF');
+  const insertSession = db.prepare(
+    `INSERT INTO sessions (id, format_version, created_at, updated_at, cwd, event_count, committed_seq, interrupted)
+     VALUES (?, 1, ?, ?, ?, ?, ?, 0)`,
+  );
+  const insertEvent = db.prepare(
+    'INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)',
+  );
+  const data = JSON.stringify(eventData(1));
+  const chunk = Math.max(1, Math.floor(200_000 / perSession));
+  for (let start = 0; start < sessions; start += chunk) {
+    db.transaction(() => {
+      for (let s = start; s < Math.min(sessions, start + chunk); s++) {
+        const id = `s${String(s).padStart(6, '0')}`;
+        const updated = new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
+        insertSession.run(id, TIME, updated, `/cwd/${s % 10}`, perSession, perSession - 1);
+        for (let seq = 0; seq < perSession; seq++) {
+          insertEvent.run(id, seq, seq === perSession - 1 ? 'turn/end' : 'tool/call', TIME, data);
+        }
+      }
+    })();
+  }
+  db.close();
+}
+
+const results = [];
+const longest = {};
+function record(name, store, raw, goal, better) {
+  const ratio = better === 'higher' ? store / raw : store / raw;
+  const pass = better === 'higher' ? ratio >= goal : ratio <= goal;
+  results.push({ name, store, raw, ratio: Number(ratio.toFixed(3)), goal, better, pass });
+}
+
+// 1. Durable one-event appends vs raw single-row INSERT + COMMIT, interleaved in rounds so that
+//    disk noise hits both sides alike.
+{
+  const store = await openSqliteStore({ path: join(work, 'append.db') });
+  await store.create({ id: 'a' });
+  const db = rawDb(join(work, 'append-raw.db'));
+  db.exec(
+    'CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, time TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT',
+  );
+  const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)');
+  const rounds = 8;
+  const perRound = Math.ceil(APPENDS / rounds);
+  let storeMs = 0;
+  let rawMs = 0;
+  let seq = 0;
+  let rawSeq = 0;
+  for (let r = 0; r < rounds; r++) {
+    let t = now();
+    for (let i = 0; i < perRound; i++, rawSeq++)
+      insert.run('a', rawSeq, 'tool/call', TIME, JSON.stringify(eventData(rawSeq)));
+    rawMs += now() - t;
+    t = now();
+    for (let i = 0; i < perRound; i++, seq++)
+      await store.append('a', [{ seq, type: 'tool/call', time: TIME, data: eventData(seq) }]);
+    storeMs += now() - t;
+  }
+  const storeRate = seq / (storeMs / 1000);
+  const rawRate = rawSeq / (rawMs / 1000);
+  record('durable 1-event appends (per s)', Math.round(storeRate), Math.round(rawRate), 0.8, 'higher');
+  // Longest call: one 1,000-event batch.
+  const batch = Array.from({ length: 1000 }, (_, i) => ({
+    seq: seq + i,
+    type: 'tool/call',
+    time: TIME,
+    data: eventData(i),
+  }));
+  const t = now();
+  await store.append('a', batch);
+  longest['append 1,000-event batch (ms)'] = Number((now() - t).toFixed(2));
+  await store.close();
+  db.close();
+}
+
+// 2. Load of one long session vs raw SELECT … ORDER BY seq + JSON.parse; best of 5 each.
+{
+  const path = join(work, 'load.db');
+  await generate(path, 1, LOAD_EVENTS);
+  const store = await openSqliteStore({ path });
+  const db = rawDb(path);
+  const select = db.prepare('SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq');
+  let storeBest = Number.POSITIVE_INFINITY;
+  let rawBest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 5; i++) {
+    let t = now();
+    const rows = select.all('s000000');
+    const events = rows.map((row) => ({
+      seq: row.seq,
+      type: row.type,
+      time: row.time,
+      data: JSON.parse(row.data),
+    }));
+    rawBest = Math.min(rawBest, now() - t);
+    if (events.length !== LOAD_EVENTS) throw new Error('raw load is short');
+    t = now();
+    const loaded = await store.load('s000000');
+    storeBest = Math.min(storeBest, now() - t);
+    if (loaded.events.length !== LOAD_EVENTS) throw new Error('store load is short');
+  }
+  record(
+    `load of ${LOAD_EVENTS} events (ms)`,
+    Number(storeBest.toFixed(1)),
+    Number(rawBest.toFixed(1)),
+    1.5,
+    'lower',
+  );
+  longest[`load ${LOAD_EVENTS} events (ms)`] = Number(storeBest.toFixed(1));
+  await store.close();
+  db.close();
+  rmSync(path, { force: true });
+}
+
+// 3. list over many sessions, short ones vs long ones: its cost must not follow their length.
+{
+  const timings = {};
+  for (const perSession of [SHORT, LONG]) {
+    const path = join(work, `list-${perSession}.db`);
+    const t0 = now();
+    await generate(path, SESSIONS, perSession);
+    const generatedMs = now() - t0;
+    const store = await openSqliteStore({ path });
+    let best = Number.POSITIVE_INFINITY;
+    let firstPage = Number.POSITIVE_INFINITY;
+    for (let run = 0; run < 3; run++) {
+      const t = now();
+      let cursor;
+      let seen = 0;
+      let pageMs = 0;
+      do {
+        const p0 = now();
+        const page = await store.list({ limit: 100, ...(cursor !== undefined && { cursor }) });
+        pageMs = Math.max(pageMs, now() - p0);
+        seen += page.sessions.length;
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      if (seen !== SESSIONS) throw new Error(`list saw ${seen} of ${SESSIONS}`);
+      best = Math.min(best, now() - t);
+      firstPage = Math.min(firstPage, pageMs);
+    }
+    timings[perSession] = { allPagesMs: best, slowestPageMs: firstPage, generatedMs };
+    await store.close();
+    rmSync(path, { force: true });
+  }
+  record(
+    `list ${SESSIONS} sessions × ${LONG} vs × ${SHORT} events (ms, all pages)`,
+    Number(timings[LONG].allPagesMs.toFixed(1)),
+    Number(timings[SHORT].allPagesMs.toFixed(1)),
+    1.5,
+    'lower',
+  );
+  longest['list page of 100 (ms)'] = Number(
+    Math.max(timings[LONG].slowestPageMs, timings[SHORT].slowestPageMs).toFixed(2),
+  );
+}
+
+rmSync(work, { recursive: true, force: true });
+
+const rows = results.map((r) => ({
+  benchmark: r.name,
+  store: r.store,
+  baseline: r.raw,
+  ratio: r.ratio,
+  goal: `${r.better === 'higher' ? '≥' : '≤'} ${r.goal}`,
+  result: r.pass ? 'pass' : 'FAIL',
+}));
+console.table(rows);
+console.table(Object.entries(longest).map(([call, ms]) => ({ 'longest synchronous call': call, ms })));
+const out = join(here, '..', 'bench-results', 'sqlite.json');
+mkdirSync(dirname(out), { recursive: true });
+const sizes = { APPENDS, LOAD_EVENTS, SESSIONS, SHORT, LONG };
+writeFileSync(
+  out,
+  `${JSON.stringify({ when: new Date().toISOString(), node: process.version, sizes, results, longest }, null, 2)}\n`,
+);
+console.log(`wrote ${out}`);
+process.exitCode = results.every((r) => r.pass) ? 0 : 1;
