@@ -1,0 +1,285 @@
+// Opening a store from its address. The backend packages are loaded lazily with a computed
+// specifier, so that the CLI builds and runs when one of them is missing or not yet built: that
+// address then fails with UNAVAILABLE instead of the whole CLI failing to start.
+import { promises as fsp } from 'node:fs';
+import { join } from 'node:path';
+import {
+  boundaryPredicate,
+  commitStateOf,
+  isENOENT,
+  type SessionEvent,
+  type SessionStore,
+  type StoreOptions,
+  toIoError,
+} from '@tidemark/core';
+import { openMemoryStore } from '@tidemark/memory';
+import type { StoreAddress } from './address.js';
+import { CliError } from './exit-codes.js';
+
+/** One finding of `verify`. */
+export interface VerifyFinding {
+  /** `torn`, `corrupt` and `problem` mean damage; `interrupted` is a turn a crash cut short. */
+  kind: 'torn' | 'corrupt' | 'interrupted' | 'problem' | 'unsupported-format';
+  sessionId?: string;
+  message: string;
+  /** File and byte offset, or table and row, of the finding. */
+  location?: { file?: string; offset?: number; table?: string; row?: string; seq?: number };
+}
+
+/** A store opened by the CLI, with what it knows about checking it read-only. */
+export interface Backend {
+  address: StoreAddress;
+  store: SessionStore;
+  /**
+   * Backend-specific read-only check of one session or all (undefined when the backend offers
+   * none; the CLI then falls back to a read-based check).
+   */
+  verify?: (id?: string) => Promise<VerifyFinding[]>;
+}
+
+async function importOptional(specifier: string, address: string): Promise<Record<string, unknown>> {
+  try {
+    return (await import(specifier)) as Record<string, unknown>;
+  } catch (error) {
+    const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new CliError(
+      'UNAVAILABLE',
+      `backend for ${address} is not available in this installation (${specifier}: ${detail})`,
+    );
+  }
+}
+
+function factory<T>(
+  module: Record<string, unknown>,
+  name: string,
+  address: string,
+): (options: T) => Promise<SessionStore> {
+  const fn = module[name];
+  if (typeof fn !== 'function')
+    throw new CliError('UNAVAILABLE', `backend for ${address} is not available: ${name} is missing`);
+  return fn as (options: T) => Promise<SessionStore>;
+}
+
+/** Opens the store at `address`. */
+export async function openBackend(address: StoreAddress, options: StoreOptions = {}): Promise<Backend> {
+  switch (address.kind) {
+    case 'memory':
+      return { address, store: await openMemoryStore(options) };
+    case 'jsonl': {
+      const module = await importOptional('@tidemark/jsonl', address.text);
+      const open = factory<{ root: string } & StoreOptions>(module, 'openJsonlStore', address.text);
+      const store = await open({ root: address.dir, ...options });
+      return { address, store, verify: (id) => verifyJsonl(module, address.dir, store, id) };
+    }
+    case 'sqlite': {
+      const module = await importOptional('@tidemark/sqlite', address.text);
+      const open = factory<{ path: string } & StoreOptions>(module, 'openSqliteStore', address.text);
+      const store = await open({ path: address.file, ...options });
+      const verifySqlite = module.verifySqliteStore;
+      const backend: Backend = { address, store };
+      // The backend's check finds damage inside the database; reading finds interrupted turns.
+      backend.verify = async (id) => [
+        ...(typeof verifySqlite === 'function' ? await verifySqliteWith(verifySqlite, address.file, id) : []),
+        ...(await verifyByReading(store, id)),
+      ];
+      return backend;
+    }
+    case 'postgres':
+      throw new CliError(
+        'UNAVAILABLE',
+        `backend for ${address.text} is not available in this installation (@tidemark/postgres is not shipped yet)`,
+      );
+  }
+}
+
+interface SqliteProblemShape {
+  kind: string;
+  message: string;
+  sessionId?: string;
+  location: VerifyFinding['location'];
+}
+
+async function verifySqliteWith(fn: unknown, file: string, id?: string): Promise<VerifyFinding[]> {
+  const report = (await (
+    fn as (file: string) => Promise<{ problems: SqliteProblemShape[] }> | { problems: SqliteProblemShape[] }
+  )(file)) as { problems: SqliteProblemShape[] };
+  return report.problems
+    .filter((p) => id === undefined || p.sessionId === undefined || p.sessionId === id)
+    .map((p) => ({
+      kind: 'corrupt' as const,
+      message: `${p.kind}: ${p.message}`,
+      ...(p.sessionId !== undefined && { sessionId: p.sessionId }),
+      location: p.location,
+    }));
+}
+
+interface ScanShape {
+  torn?: { offset: number; length: number; reason: string };
+  problem?: { kind: string; offset: number; seq?: number; message: string };
+  batches: { events: SessionEvent[] }[];
+}
+
+/**
+ * Read-only check of JSONL logs with the backend's own scanner (`scanLog`): torn tails,
+ * corruption with byte offsets, interrupted turns. Never writes, so it reports a torn tail that a
+ * `load` would repair. Falls back to the read-based check when the scanner is not exported.
+ */
+async function verifyJsonl(
+  module: Record<string, unknown>,
+  root: string,
+  store: SessionStore,
+  id?: string,
+): Promise<VerifyFinding[]> {
+  const scanLog = module.scanLog;
+  if (typeof scanLog !== 'function') return verifyByReading(store, id);
+  const isBoundary = boundaryPredicate();
+  const findings: VerifyFinding[] = [];
+  let buckets: string[];
+  try {
+    buckets = (await fsp.readdir(root, { withFileTypes: true }))
+      .filter((d) => d.isDirectory() && !d.name.startsWith('.'))
+      .map((d) => d.name);
+  } catch (error) {
+    if (isENOENT(error)) return findings;
+    throw toIoError(error, `reading ${root}`);
+  }
+  let seen = 0;
+  for (const bucket of buckets) {
+    const dir = join(root, bucket);
+    let names: string[];
+    try {
+      names = (await fsp.readdir(dir)).filter((n) => n.endsWith('.jsonl'));
+    } catch (error) {
+      throw toIoError(error, `reading ${dir}`);
+    }
+    for (const name of names) {
+      const sessionId = name.slice(0, -'.jsonl'.length);
+      if (id !== undefined && sessionId !== id) continue;
+      seen++;
+      const file = join(dir, name);
+      let bytes: Uint8Array;
+      try {
+        bytes = await fsp.readFile(file);
+      } catch (error) {
+        findings.push({
+          kind: 'problem',
+          sessionId,
+          message: toIoError(error, `reading ${file}`).message,
+          location: { file },
+        });
+        continue;
+      }
+      const scan = (scanLog as (bytes: Uint8Array) => ScanShape)(bytes);
+      if (scan.problem !== undefined) {
+        findings.push({
+          kind: scan.problem.kind === 'unsupported-format' ? 'unsupported-format' : 'corrupt',
+          sessionId,
+          message: scan.problem.message,
+          location: {
+            file,
+            offset: scan.problem.offset,
+            ...(scan.problem.seq !== undefined && { seq: scan.problem.seq }),
+          },
+        });
+        continue;
+      }
+      if (scan.torn !== undefined) {
+        findings.push({
+          kind: 'torn',
+          sessionId,
+          message: `torn tail of ${scan.torn.length} byte(s) (${scan.torn.reason}); the next load quarantines it`,
+          location: { file, offset: scan.torn.offset },
+        });
+      }
+      const events = scan.batches.flatMap((b) => b.events);
+      const state = commitStateOf(events, isBoundary);
+      if (state.interrupted) {
+        findings.push({
+          kind: 'interrupted',
+          sessionId,
+          message: `interrupted turn: ${events.length - 1 - state.committedSeq} event(s) after the last boundary (seq ${state.committedSeq})`,
+          location: { file, seq: state.committedSeq + 1 },
+        });
+      }
+    }
+  }
+  if (id !== undefined && seen === 0) return verifyByReading(store, id);
+  return findings;
+}
+
+/**
+ * The portable check: streams every event through `read` (which writes nothing), checking that
+ * seqs are contiguous from 0 and that the summary's count matches; reports read errors with their
+ * location and interrupted turns.
+ */
+export async function verifyByReading(store: SessionStore, id?: string): Promise<VerifyFinding[]> {
+  const findings: VerifyFinding[] = [];
+  const isBoundary = boundaryPredicate();
+  const targets: { id: string; eventCount?: number }[] = [];
+  if (id !== undefined) targets.push({ id });
+  else {
+    let cursor: string | undefined;
+    do {
+      const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
+      targets.push(...page.sessions.map((s) => ({ id: s.id, eventCount: s.eventCount })));
+      for (const problem of page.problems) {
+        findings.push({
+          kind: problem.error.code === 'CORRUPT' ? 'corrupt' : 'problem',
+          sessionId: problem.id,
+          message: `${problem.error.code}: ${problem.error.message}`,
+          ...(problem.error.location !== undefined && { location: problem.error.location }),
+        });
+      }
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+  for (const target of targets) {
+    const seqTypes: Pick<SessionEvent, 'seq' | 'type'>[] = [];
+    try {
+      for await (const event of store.read(target.id)) {
+        if (event.seq !== seqTypes.length) {
+          findings.push({
+            kind: 'corrupt',
+            sessionId: target.id,
+            message: `seq gap: expected ${seqTypes.length}, found ${event.seq}`,
+            location: { seq: seqTypes.length },
+          });
+          break;
+        }
+        seqTypes.push({ seq: event.seq, type: event.type });
+      }
+    } catch (error) {
+      const typed = toIoError(error, `reading ${target.id}`, target.id);
+      if (typed.code === 'NOT_FOUND' && id !== undefined) throw typed;
+      findings.push({
+        kind:
+          typed.code === 'CORRUPT'
+            ? 'corrupt'
+            : typed.code === 'UNSUPPORTED_FORMAT'
+              ? 'unsupported-format'
+              : 'problem',
+        sessionId: target.id,
+        message: `${typed.code}: ${typed.message}`,
+        ...(typed.location !== undefined && { location: typed.location }),
+      });
+      continue;
+    }
+    if (target.eventCount !== undefined && target.eventCount !== seqTypes.length) {
+      findings.push({
+        kind: 'problem',
+        sessionId: target.id,
+        message: `summary says ${target.eventCount} events, the log holds ${seqTypes.length}`,
+      });
+    }
+    const state = commitStateOf(seqTypes, isBoundary);
+    if (state.interrupted) {
+      findings.push({
+        kind: 'interrupted',
+        sessionId: target.id,
+        message: `interrupted turn: ${seqTypes.length - 1 - state.committedSeq} event(s) after the last boundary (seq ${state.committedSeq})`,
+        location: { seq: state.committedSeq + 1 },
+      });
+    }
+  }
+  return findings;
+}
