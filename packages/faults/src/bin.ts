@@ -7,35 +7,7 @@ import { jsonlDriver, sqliteDriver } from './drivers.js';
 import { runFaultHarness } from './harness.js';
 import { memoryDriver } from './memory-driver.js';
 import { formatReportMarkdown, formatReportTable } from './report.js';
-
-/** Parsed command line of the harness entry. */
-export interface HarnessArgs {
-  quick: boolean;
-  backends: string[];
-  out: string;
-  kills?: number;
-}
-
-/** Parses argv (without node and script). Pure. */
-export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
-  const args: HarnessArgs = { quick: false, backends: ['memory', 'jsonl', 'sqlite'], out: '.' };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const value = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value`);
-      return v;
-    };
-    if (arg === '--quick') args.quick = true;
-    else if (arg === '--backends') args.backends = value().split(',').filter(Boolean);
-    else if (arg.startsWith('--backends=')) args.backends = arg.slice(11).split(',').filter(Boolean);
-    else if (arg === '--out') args.out = value();
-    else if (arg.startsWith('--out=')) args.out = arg.slice(6);
-    else if (arg === '--kills') args.kills = Number(value());
-    else throw new Error(`unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite, --out DIR, --kills N)`);
-  }
-  return args;
-}
+import { parseHarnessArgs } from './args.js';
 
 const DRIVERS: Record<string, () => HarnessDriver> = { memory: memoryDriver, jsonl: () => jsonlDriver(), sqlite: () => sqliteDriver() };
 

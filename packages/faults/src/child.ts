@@ -7,24 +7,7 @@ import { ModelSession, WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import { Checker } from './runner.js';
 import { sessionId, workloadEvent } from './workload.js';
-
-/** What a child is asked to do (passed as JSON in argv[2]). */
-export type ChildRequest =
-  | { mode: 'writer'; module: string; factory: string; options: JsonObject; sessions: number }
-  | { mode: 'probe'; module: string; factory: string; options: JsonObject; model: SerializedSession[]; destructive: boolean }
-  | { mode: 'sqlite-lock'; path: string };
-
-/** A model session as it crosses the process boundary. */
-export interface SerializedSession {
-  key: string;
-  cwd?: string;
-  acked: string[];
-}
-
-/** Event type at a seq of the kill workload: turns of four events. */
-export function killEventType(seq: number): string {
-  return ['user/message', 'tool/call', 'tool/result', 'turn/end'][seq % 4]!;
-}
+import { type ChildRequest, killEventType } from './child-protocol.js';
 
 const say = (line: string) => writeSync(1, `${line}\n`);
 

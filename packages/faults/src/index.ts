@@ -17,3 +17,5 @@ export * from './runner.js';
 export * from './sweeps.js';
 export * from './workload.js';
 export * from './drivers.js';
+export * from './args.js';
+export * from './child-protocol.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject, SessionStore } from '@tidemark/core';
-import { type ChildRequest, killEventType, type SerializedSession } from './child.js';
+import { type ChildRequest, killEventType, type SerializedSession } from './child-protocol.js';
 import type { HarnessDriver, RealFaultCase, RealFaultSupport } from './driver.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';

@@ -51,6 +51,7 @@ export class Checker {
       if (isTidemarkError(error)) {
         // NOT_FOUND is how true absence answers; the model decides whether it was true.
         if (error.code !== 'NOT_FOUND') this.outcome.errorsSurfaced++;
+        if (process.env.TIDEMARK_HARNESS_TRACE) console.error('[typed]', what, error.code, error.errno, error.message.slice(0, 120));
         return { ok: false, error };
       }
       const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
