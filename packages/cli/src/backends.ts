@@ -35,6 +35,103 @@ export interface Backend {
    * none; the CLI then falls back to a read-based check).
    */
   verify?: (id?: string) => Promise<VerifyFinding[]>;
+  /** Backend-specific explicit repair (undefined: the CLI repairs through `load`). */
+  repair?: (id: string, options: RepairRequest) => Promise<RepairOutcome>;
+}
+
+/** What `tidemark repair` asks for. */
+export interface RepairRequest {
+  /** Also quarantine the interrupted tail. */
+  tail: 'keep' | 'cut';
+  /** Also quarantine a corrupt log's damaged end (backends that support it). */
+  dropCorrupt: boolean;
+}
+
+/** What a repair did. */
+export interface RepairOutcome {
+  tornBytes?: number;
+  cutEvents?: number;
+  corruptBytes?: number;
+  /** Where removed data was kept. */
+  quarantined: string[];
+  /** Events in the log afterwards. */
+  eventCount: number;
+}
+
+interface JsonlVerifyReport {
+  id: string;
+  path: string;
+  status: 'ok' | 'interrupted' | 'torn' | 'corrupt' | 'unsupported-format';
+  eventCount: number;
+  committedSeq: number;
+  interrupted: boolean;
+  torn?: { offset: number; length: number; reason: string };
+  problem?: { kind: string; offset: number; seq?: number; message: string };
+}
+
+interface JsonlStoreShape extends SessionStore {
+  verify?: (id: string) => Promise<JsonlVerifyReport>;
+  repair?: (
+    id: string,
+    options: { tail?: 'keep' | 'cut'; dropCorrupt?: boolean },
+  ) => Promise<{
+    tornBytes?: number;
+    cutEvents?: number;
+    corruptBytes?: number;
+    quarantinedAt?: string;
+    quarantined: string[];
+    eventCount: number;
+  }>;
+}
+
+/** Ids of every session `list` knows, including the ones it could only report as problems. */
+async function allIds(store: SessionStore): Promise<{ ids: string[]; findings: VerifyFinding[] }> {
+  const ids: string[] = [];
+  const findings: VerifyFinding[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
+    ids.push(...page.sessions.map((s) => s.id));
+    for (const problem of page.problems) {
+      ids.push(problem.id);
+    }
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return { ids: [...new Set(ids)].sort(), findings };
+}
+
+function findingsOfJsonlReport(report: JsonlVerifyReport): VerifyFinding[] {
+  const out: VerifyFinding[] = [];
+  const file = report.path;
+  if (report.problem !== undefined) {
+    out.push({
+      kind: report.problem.kind === 'unsupported-format' ? 'unsupported-format' : 'corrupt',
+      sessionId: report.id,
+      message: report.problem.message,
+      location: {
+        file,
+        offset: report.problem.offset,
+        ...(report.problem.seq !== undefined && { seq: report.problem.seq }),
+      },
+    });
+  }
+  if (report.torn !== undefined) {
+    out.push({
+      kind: 'torn',
+      sessionId: report.id,
+      message: `torn tail of ${report.torn.length} byte(s) (${report.torn.reason}); \`tidemark repair ${report.id}\` quarantines it`,
+      location: { file, offset: report.torn.offset },
+    });
+  }
+  if (report.interrupted) {
+    out.push({
+      kind: 'interrupted',
+      sessionId: report.id,
+      message: `interrupted turn: ${report.eventCount - 1 - report.committedSeq} event(s) after the last boundary (seq ${report.committedSeq})`,
+      location: { file, seq: report.committedSeq + 1 },
+    });
+  }
+  return out;
 }
 
 async function importOptional(specifier: string, address: string): Promise<Record<string, unknown>> {
@@ -68,8 +165,43 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
     case 'jsonl': {
       const module = await importOptional('@tidemark/jsonl', address.text);
       const open = factory<{ root: string } & StoreOptions>(module, 'openJsonlStore', address.text);
-      const store = await open({ root: address.dir, ...options });
-      return { address, store, verify: (id) => verifyJsonl(module, address.dir, store, id) };
+      const store = (await open({ root: address.dir, ...options })) as JsonlStoreShape;
+      const backend: Backend = { address, store };
+      const { verify, repair } = store;
+      if (typeof verify === 'function') {
+        // The backend's own read-only check: torn tails and corruption with byte offsets.
+        backend.verify = async (id) => {
+          const { ids, findings } = id === undefined ? await allIds(store) : { ids: [id], findings: [] };
+          for (const each of ids) {
+            try {
+              findings.push(...findingsOfJsonlReport(await verify.call(store, each)));
+            } catch (error) {
+              const typed = toIoError(error, `verifying ${each}`, each);
+              if (id !== undefined) throw typed;
+              findings.push({
+                kind: typed.code === 'CORRUPT' ? 'corrupt' : 'problem',
+                sessionId: each,
+                message: `${typed.code}: ${typed.message}`,
+                ...(typed.location !== undefined && { location: typed.location }),
+              });
+            }
+          }
+          return findings;
+        };
+      } else {
+        backend.verify = (id) => verifyJsonl(module, address.dir, store, id);
+      }
+      if (typeof repair === 'function') {
+        backend.repair = async (id, request) => {
+          const done = await repair.call(store, id, { tail: request.tail, dropCorrupt: request.dropCorrupt });
+          const outcome: RepairOutcome = { quarantined: done.quarantined, eventCount: done.eventCount };
+          if (done.tornBytes !== undefined) outcome.tornBytes = done.tornBytes;
+          if (done.cutEvents !== undefined) outcome.cutEvents = done.cutEvents;
+          if (done.corruptBytes !== undefined) outcome.corruptBytes = done.corruptBytes;
+          return outcome;
+        };
+      }
+      return backend;
     }
     case 'sqlite': {
       const module = await importOptional('@tidemark/sqlite', address.text);

@@ -22,7 +22,14 @@ import {
 } from '@tidemark/lifecycle';
 import { openMemoryStore } from '@tidemark/memory';
 import { defaultStoreAddress, parseStoreAddress, type StoreAddress, tidemarkHome } from './address.js';
-import { type Backend, openBackend, type VerifyFinding, verifyByReading } from './backends.js';
+import {
+  type Backend,
+  openBackend,
+  type RepairOutcome,
+  type RepairRequest,
+  type VerifyFinding,
+  verifyByReading,
+} from './backends.js';
 import { encodeExportEvent, encodeExportHeader, parseExport } from './exchange.js';
 import { CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
 import {
@@ -63,7 +70,7 @@ Commands:
   prune [--older-than DAYS] [--yes] [--json]  preview (default) or move old sessions to the trash
   trash list|restore <id>|purge [--dry-run]   the trash (purge only after the grace period)
   verify [<id> | --all] [--json]              check logs read-only; exit 1 when damage is found
-  repair <id> [--cut-tail]                    quarantine torn fragments (and the interrupted tail)
+  repair <id> [--cut-tail] [--drop-corrupt]   quarantine torn bytes (and the interrupted tail, a corrupt end)
   export <id>                                 JSONL on stdout: a header line, then the events
   import [--id ID]                            JSONL from stdin, as written by export
   migrate --from ADDRESS --to ADDRESS [--json] copy every session, verified and resumable
@@ -87,6 +94,7 @@ const OPTIONS = {
   'dry-run': { type: 'boolean' },
   'older-than': { type: 'string' },
   'cut-tail': { type: 'boolean' },
+  'drop-corrupt': { type: 'boolean' },
   from: { type: 'string' },
   to: { type: 'string' },
   id: { type: 'string' },
@@ -482,37 +490,45 @@ async function cmdRepair(ctx: Context): Promise<number> {
   const id = needId(ctx, 'repair');
   const main = await openMain(ctx);
   if (!(await main.store.has(id))) return absent(ctx, main, id);
-  const before = main.verify !== undefined ? await main.verify(id) : [];
-  const loaded = await main.store.load(id, { tail: ctx.values['cut-tail'] ? 'cut' : 'keep' });
-  const recovered = loaded.recovered ?? {};
-  const torn = before.find((f) => f.kind === 'torn');
-  const details = {
-    ...(recovered.tornBytes !== undefined && { tornBytes: recovered.tornBytes }),
-    ...(recovered.cutEvents !== undefined && { cutEvents: recovered.cutEvents }),
-    ...(recovered.quarantinedAt !== undefined && { quarantinedAt: recovered.quarantinedAt }),
-    events: loaded.events.length,
+  const request: RepairRequest = {
+    tail: ctx.values['cut-tail'] ? 'cut' : 'keep',
+    dropCorrupt: ctx.values['drop-corrupt'] === true,
   };
-  const changed = loaded.recovered !== undefined || torn !== undefined;
+  let outcome: RepairOutcome;
+  if (main.repair !== undefined) outcome = await main.repair(id, request);
+  else {
+    if (request.dropCorrupt)
+      throw new CliError('UNAVAILABLE', `--drop-corrupt is not supported by ${main.address.text}`);
+    // Portable repair: load applies the store's own recovery (torn fragments quarantined, and
+    // the interrupted tail too with tail 'cut').
+    const loaded = await main.store.load(id, { tail: request.tail });
+    outcome = { quarantined: [], eventCount: loaded.events.length };
+    const r = loaded.recovered;
+    if (r?.tornBytes !== undefined) outcome.tornBytes = r.tornBytes;
+    if (r?.cutEvents !== undefined) outcome.cutEvents = r.cutEvents;
+    if (r?.quarantinedAt !== undefined) outcome.quarantined.push(r.quarantinedAt);
+  }
+  const changed =
+    (outcome.tornBytes ?? 0) > 0 || (outcome.cutEvents ?? 0) > 0 || (outcome.corruptBytes ?? 0) > 0;
+  const details = {
+    ...(outcome.tornBytes !== undefined && { tornBytes: outcome.tornBytes }),
+    ...(outcome.cutEvents !== undefined && { cutEvents: outcome.cutEvents }),
+    ...(outcome.corruptBytes !== undefined && { corruptBytes: outcome.corruptBytes }),
+    quarantined: outcome.quarantined,
+    events: outcome.eventCount,
+  };
   if (changed) await auditLog(ctx).record('repaired', id, main.address.text, details);
-  if (ctx.values.json)
-    printJson(ctx.io, { id, repaired: changed, ...details, interrupted: loaded.interrupted });
-  else if (!changed)
-    print(
-      ctx.io,
-      `${id}: nothing to repair (${loaded.events.length} events${loaded.interrupted ? ', interrupted turn kept: use --cut-tail to quarantine it' : ''})`,
-    );
+  if (ctx.values.json) printJson(ctx.io, { id, repaired: changed, ...details });
+  else if (!changed) print(ctx.io, `${id}: nothing to repair (${outcome.eventCount} events)`);
   else {
     const parts = [
-      recovered.tornBytes !== undefined || torn !== undefined
-        ? `torn fragment quarantined${recovered.tornBytes !== undefined ? ` (${recovered.tornBytes} bytes)` : ''}`
-        : undefined,
-      recovered.cutEvents !== undefined
-        ? `${recovered.cutEvents} interrupted event(s) quarantined`
-        : undefined,
+      (outcome.tornBytes ?? 0) > 0 ? `${outcome.tornBytes} torn byte(s)` : undefined,
+      (outcome.cutEvents ?? 0) > 0 ? `${outcome.cutEvents} interrupted event(s)` : undefined,
+      (outcome.corruptBytes ?? 0) > 0 ? `${outcome.corruptBytes} corrupt byte(s)` : undefined,
     ].filter((x) => x !== undefined);
     print(
       ctx.io,
-      `${id}: ${parts.join('; ')}; ${loaded.events.length} events kept${recovered.quarantinedAt !== undefined ? `; quarantine: ${recovered.quarantinedAt}` : ''}`,
+      `${id}: quarantined ${parts.join(', ')}; ${outcome.eventCount} events kept${outcome.quarantined.length > 0 ? `; quarantine: ${outcome.quarantined.join(', ')}` : ''}`,
     );
   }
   return EXIT_CODES.OK;
