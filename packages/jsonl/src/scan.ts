@@ -132,6 +132,8 @@ export class LogScanner {
   private damage: { offset: number; reason: TornReason } | undefined;
   /** The `end` shared by every valid line allowed after the damage (the torn batch's end). */
   private tornEnd: number | undefined;
+  /** The highest seq of a valid line seen after the damage. */
+  private lastTornSeq = -1;
   private problem: ScanProblem | undefined;
 
   constructor(options: ScanOptions = {}) {
@@ -317,16 +319,25 @@ export class LogScanner {
     }
     if (this.damage !== undefined) return;
     this.damage = { offset, reason };
-    if (this.pending !== undefined) this.tornEnd = this.pending.end;
+    if (this.pending !== undefined) {
+      this.tornEnd = this.pending.end;
+      this.lastTornSeq = this.nextSeq + this.pending.events.length - 1;
+    }
     this.pending = undefined;
   }
 
   private onLineAfterDamage(line: DecodedLine): void {
     // After damage only lines of the one unfinished batch may follow.
+    // Those lines sit where the write put them, after the damaged bytes, so none of them can be
+    // the batch's first line (it starts the write) and their seqs only grow.
     this.tornEnd ??= line.end;
+    const { seq } = line.event;
     const inTornBatch =
-      line.end === this.tornEnd && line.event.seq >= this.nextSeq && line.event.seq <= line.end;
-    if (inTornBatch) return;
+      line.end === this.tornEnd && seq > this.nextSeq && seq <= line.end && seq > this.lastTornSeq;
+    if (inTornBatch) {
+      this.lastTornSeq = seq;
+      return;
+    }
     this.problem = {
       kind: 'corrupt',
       offset: this.damage!.offset,

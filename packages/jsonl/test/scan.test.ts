@@ -1,0 +1,176 @@
+import { describe, expect, it } from 'vitest';
+import { crc32, decodeEventLine, FORMAT_NAME, scanLog } from '../src/index.js';
+import { evs } from './helpers.js';
+import { batchLines, headerLine, logOf } from './logs.js';
+
+const b0 = evs(0, 2, true); // seqs 0-1
+const b1 = evs(2, 3); // seqs 2-4
+const b2 = evs(5, 1, true); // seq 5
+
+function cat(...parts: (string | Buffer)[]): Buffer {
+  return Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p, 'utf8') : p)));
+}
+
+describe('crc32', () => {
+  it('matches the IEEE check value and zlib on odd lengths', () => {
+    expect(crc32(Buffer.from('123456789'))).toBe(0xcbf43926);
+    expect(crc32(Buffer.from(''))).toBe(0);
+    expect(crc32(Buffer.from('a'))).toBe(0xe8b7be43);
+    expect(crc32(Buffer.from('hello, world!'), 0, 5)).toBe(crc32(Buffer.from('hello')));
+  });
+});
+
+describe('the line format', () => {
+  it('writes jq-readable JSON objects that carry the batch framing', () => {
+    const text = headerLine() + batchLines(b1);
+    const lines = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ format: FORMAT_NAME, version: 1, meta: { id: 's' } });
+    expect(lines.slice(1).map((l) => [l.seq, l.end, l.at !== undefined])).toEqual([
+      [2, 4, false],
+      [3, 4, false],
+      [4, 4, true],
+    ]);
+    for (const line of lines) expect(line.crc).toMatch(/^[0-9a-f]{8}$/);
+  });
+
+  it('rejects a line with one flipped byte', () => {
+    const line = Buffer.from(batchLines([evs(0, 1)[0]!]).trimEnd(), 'utf8');
+    expect(decodeEventLine(line, 0, line.length).ok).toBe(true);
+    const flipped = Buffer.from(line);
+    flipped[10] = flipped[10]! ^ 0x01;
+    expect(decodeEventLine(flipped, 0, flipped.length)).toMatchObject({ ok: false, defect: 'checksum' });
+  });
+
+  it('keeps __proto__ in data as a plain key without touching prototypes', () => {
+    const data = JSON.parse('{"__proto__":{"polluted":true},"constructor":{"prototype":{"x":1}}}');
+    const log = cat(
+      headerLine(),
+      batchLines([{ seq: 0, type: 'turn/end', time: '2026-01-01T00:00:00.000Z', data }]),
+    );
+    const report = scanLog(log);
+    const stored = report.batches[0]!.events[0]!.data as Record<string, unknown>;
+    expect(Object.hasOwn(stored, '__proto__')).toBe(true);
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('scanLog', () => {
+  it('reads a clean log: every batch committed, no tail', () => {
+    const log = logOf([b0, b1, b2]);
+    const report = scanLog(log);
+    expect(report.problem).toBeUndefined();
+    expect(report.torn).toBeUndefined();
+    expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[0, 1], [2, 3, 4], [5]]);
+    expect(report.committedBytes).toBe(log.length);
+    expect(report.nextSeq).toBe(6);
+    expect(report.header?.meta.id).toBe('s');
+  });
+
+  it('header only: a valid session with no events', () => {
+    const report = scanLog(Buffer.from(headerLine()));
+    expect(report.problem).toBeUndefined();
+    expect(report.torn).toBeUndefined();
+    expect(report.nextSeq).toBe(0);
+    expect(report.batches).toEqual([]);
+  });
+
+  it('empty file: CORRUPT at offset 0 (a published log always has a header)', () => {
+    expect(scanLog(Buffer.alloc(0)).problem).toMatchObject({ kind: 'corrupt', offset: 0 });
+  });
+
+  it('a torn header is CORRUPT at offset 0', () => {
+    const header = headerLine();
+    expect(scanLog(Buffer.from(header.slice(0, 20))).problem).toMatchObject({ kind: 'corrupt', offset: 0 });
+    expect(scanLog(Buffer.from(`{"x":1}\n${batchLines(b0)}`)).problem).toMatchObject({
+      kind: 'corrupt',
+      offset: 0,
+    });
+  });
+
+  it('an unknown newer format version is unsupported-format', () => {
+    const newer = `${JSON.stringify({ format: FORMAT_NAME, version: 2, meta: { id: 's' } })}\n`;
+    expect(scanLog(Buffer.from(newer)).problem).toMatchObject({ kind: 'unsupported-format', version: 2 });
+  });
+
+  const committed = logOf([b0]);
+  const next = Buffer.from(batchLines(b1), 'utf8');
+  const tails: [string, Buffer, string][] = [
+    ['torn line (a batch cut inside its first line)', next.subarray(0, 30), 'partial-line'],
+    ['a valid line without its newline', next.subarray(0, next.indexOf(10)), 'no-newline'],
+    ['closing line without newline', Buffer.from(batchLines(b2).trimEnd()), 'no-newline'],
+    ['NUL-filled tail', Buffer.alloc(300), 'nul'],
+    ['NUL line with newline', Buffer.from('\0\0\0\0\n'), 'nul'],
+    ['garbage tail', Buffer.from('qwertyuiop\nasdf\n'), 'garbage'],
+    [
+      'partial batch (complete lines, closing line missing)',
+      next.subarray(0, next.lastIndexOf(10, next.length - 2) + 1),
+      'partial-batch',
+    ],
+    ['partial batch then zeros', cat(next.subarray(0, next.indexOf(10) + 1), Buffer.alloc(64)), 'nul'],
+    [
+      'first line zeroed, later lines of the same batch intact (ALICE)',
+      cat(Buffer.alloc(next.indexOf(10)), next.subarray(next.indexOf(10))),
+      'nul',
+    ],
+  ];
+  for (const [name, tail, reason] of tails) {
+    it(`torn tail: ${name}`, () => {
+      const report = scanLog(cat(committed, tail));
+      expect(report.problem).toBeUndefined();
+      expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[0, 1]]);
+      expect(report.torn).toEqual({ offset: committed.length, length: tail.length, reason });
+      expect(report.committedBytes).toBe(committed.length);
+      expect(report.nextSeq).toBe(2);
+    });
+  }
+
+  it('a corrupt line before the last boundary is CORRUPT with its byte offset', () => {
+    const log = logOf([b0, b1, b2]);
+    const lineStart = Buffer.byteLength(headerLine() + batchLines(b0));
+    const damaged = Buffer.from(log);
+    damaged[lineStart + 5] = 0x7a; // inside the first line of b1
+    const report = scanLog(damaged);
+    expect(report.problem).toMatchObject({ kind: 'corrupt', offset: lineStart, seq: 2 });
+    expect(report.torn).toBeUndefined();
+  });
+
+  it('garbage followed by a valid batch is corruption, not a tail', () => {
+    const log = cat(logOf([b0]), 'garbage\n', batchLines(b1));
+    expect(scanLog(log).problem).toMatchObject({ kind: 'corrupt', offset: logOf([b0]).length });
+  });
+
+  it('a seq gap between complete batches is CORRUPT', () => {
+    const log = cat(logOf([b0]), batchLines(b2));
+    expect(scanLog(log).problem).toMatchObject({ kind: 'corrupt', offset: logOf([b0]).length, seq: 2 });
+  });
+
+  it('a repeated batch is CORRUPT', () => {
+    const log = cat(logOf([b0]), batchLines(b0));
+    expect(scanLog(log).problem?.kind).toBe('corrupt');
+  });
+
+  it('an unfinished batch followed by another batch is CORRUPT', () => {
+    const partial = Buffer.from(batchLines(b1), 'utf8');
+    const first = partial.subarray(0, partial.indexOf(10) + 1);
+    const log = cat(logOf([b0]), first, batchLines(evs(2, 1, true)));
+    expect(scanLog(log).problem).toMatchObject({ kind: 'corrupt', offset: logOf([b0]).length });
+  });
+
+  it('an over-long garbage run does not grow memory without bound and is a tail', () => {
+    const log = cat(logOf([b0]), Buffer.alloc(5000, 0x41));
+    const report = scanLog(log, { maxLineBytes: 1000 });
+    expect(report.torn).toMatchObject({ reason: 'partial-line', length: 5000 });
+  });
+
+  it('headerless scans start at a known boundary', () => {
+    const log = logOf([b0, b1]);
+    const start = Buffer.byteLength(headerLine() + batchLines(b0));
+    const report = scanLog(log.subarray(start), { start: { offset: 0, nextSeq: 2 } });
+    expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[2, 3, 4]]);
+    expect(scanLog(log.subarray(start), { start: { offset: 0, nextSeq: 7 } }).problem?.kind).toBe('corrupt');
+  });
+});
