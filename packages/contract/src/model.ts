@@ -48,15 +48,32 @@ async function outcomeOf(
   }
 }
 
+/** A deep copy with object keys sorted: key order of summaries and meta is not part of the contract. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (typeof value !== 'object' || value === null) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    Object.defineProperty(out, key, {
+      value: sortedKeys((value as Record<string, unknown>)[key]),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return out;
+}
+
 // Timestamps of create/update/append come from each store's own clock, formatVersion and
-// quarantine locations are backend-specific: everything else must be equal.
+// quarantine locations are backend-specific: everything else must be equal. Event objects are
+// compared as returned (their serialization must be byte-identical); summaries and meta by content.
 function normalizeSummary(summary: SessionSummary): unknown {
   const { createdAt: _c, updatedAt: _u, ...rest } = summary;
-  return rest;
+  return sortedKeys(rest);
 }
 
 function normalizeMeta(meta: { id: string; cwd?: string; parent?: unknown }): unknown {
-  return { id: meta.id, cwd: meta.cwd, parent: meta.parent };
+  return sortedKeys({ id: meta.id, cwd: meta.cwd, parent: meta.parent });
 }
 
 async function compare(
