@@ -258,11 +258,22 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
   return states;
 }
 
-/** Writes a crash state into a fresh memfs volume and returns a FileSystem over it. */
+/** How long before the reopen a crash is taken to have happened: a reboot is not instantaneous. */
+export const CRASH_AGE_MS = 60 * 60 * 1000;
+
+/**
+ * Writes a crash state into a fresh memfs volume and returns a FileSystem over it. Files get an
+ * mtime {@link CRASH_AGE_MS} in the past: the store reopens after a reboot, so a file half-written
+ * at the crash (a lock, a temp file) is old, not one being written right now by a live process.
+ */
 export function materialize(state: CrashState): FileSystem & { volume: Volume } {
   const volume = new Volume();
   for (const dir of [...state.dirs].sort((a, b) => a.length - b.length)) volume.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const [path, bytes] of state.files) volume.writeFileSync(path, Buffer.from(bytes), { mode: 0o600 });
+  const then = (Date.now() - CRASH_AGE_MS) / 1000;
+  for (const [path, bytes] of state.files) {
+    volume.writeFileSync(path, Buffer.from(bytes), { mode: 0o600 });
+    volume.utimesSync(path, then, then);
+  }
   return memfsFileSystem(volume);
 }
 

@@ -28,6 +28,9 @@ export interface HarnessOptions {
   progress?: Progress;
 }
 
+/** Quick crash sweeps cut long writes at fewer offsets; full sweeps cut writes up to 64 bytes at every byte. */
+const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+
 const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
 
 /**
@@ -67,7 +70,7 @@ export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessD
     }
     if (!skip.has('crash')) {
       if (driver.kind === 'fs') {
-        const swept = await crashSweepFs(driver, report, { syncOnly: quick, ...(options.crashLimits && { limits: options.crashLimits }) }, options.progress);
+        const swept = await crashSweepFs(driver, report, { syncOnly: quick, limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}) }, options.progress);
         total.crashPoints = swept.points;
         total.crashStates = swept.states;
       } else {
