@@ -1,0 +1,314 @@
+// End-to-end tests of the built binary, as a user runs it: `node dist/bin.js ...` in a temporary
+// TIDEMARK_HOME, with output captured from real pipes (not a TTY).
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
+const unavailable = inject('unavailable');
+const T = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, '0')}.000Z`;
+
+let home: string;
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'tidemark-cli-'));
+});
+afterEach(() => {
+  rmSync(home, { recursive: true, force: true });
+});
+
+interface Run {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+function tidemark(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Run {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    input: input ?? '',
+    cwd: home,
+    env: { PATH: process.env.PATH, TIDEMARK_HOME: home, ...env },
+  });
+  return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** An export stream for a session: a finished turn, then an interrupted one. */
+function exportText(id: string, cwd = '/proj', extra = 0): string {
+  const events = [
+    { seq: 0, type: 'turn/start', time: T(0), data: null },
+    {
+      seq: 1,
+      type: 'user/message',
+      time: T(1),
+      data: { text: `please fix ${id}`, __proto__: 'data, not a prototype' },
+    },
+    {
+      seq: 2,
+      type: 'tool/call',
+      time: T(2),
+      data: { callId: 'c1', name: 'bash', input: { cmd: 'npm test' } },
+    },
+    { seq: 3, type: 'tool/result', time: T(3), data: { callId: 'c1', output: 'ok', unicode: 'é ✓ 🙂' } },
+    { seq: 4, type: 'turn/end', time: T(4), data: null },
+    { seq: 5, type: 'user/message', time: T(5), data: { text: 'and deploy' } },
+  ];
+  for (let i = 0; i < extra; i++)
+    events.push({ seq: 6 + i, type: 'note', time: T(6), data: { text: `n${i}` } });
+  const header = {
+    format: 'tidemark-export',
+    version: 1,
+    meta: { id, createdAt: T(0), cwd },
+    summary: { updatedAt: T(5), eventCount: events.length, title: `work on ${id}`, tags: ['e2e'] },
+  };
+  return [header, ...events].map((line) => JSON.stringify(line)).join('\n') + '\n';
+}
+
+function eventLines(exported: string): string[] {
+  return exported.trimEnd().split('\n').slice(1);
+}
+
+function jsonlFiles(root: string): string[] {
+  const out: string[] = [];
+  for (const bucket of readdirSync(root)) {
+    if (bucket.startsWith('.')) continue;
+    for (const name of readdirSync(join(root, bucket)))
+      if (name.endsWith('.jsonl')) out.push(join(root, bucket, name));
+  }
+  return out;
+}
+
+function expectOneErrorLine(run: Run, code: string, status: number): void {
+  expect(run.status).toBe(status);
+  const lines = run.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(new RegExp(`^tidemark: ${code}: \\S`));
+  expect(run.stderr).not.toMatch(/\n\s+at /); // no stack trace
+}
+
+describe.skipIf(unavailable.jsonl !== undefined)(`tidemark on JSONL ${unavailable.jsonl ?? ''}`, () => {
+  it('list, show and verify a log with a torn tail; repair quarantines it', () => {
+    expect(tidemark(['import'], exportText('torn1')).status).toBe(0);
+    const [file] = jsonlFiles(join(home, 'sessions'));
+    const size = statSync(file!).size;
+    // a crash mid-write: half a line, no newline
+    appendFileSync(file!, '{"seq":6,"type":"assistant/mess');
+
+    const verify = tidemark(['verify']);
+    expect(verify.status).toBe(1);
+    expect(verify.stdout).toContain(`torn torn1: torn tail of 31 byte(s)`);
+    expect(verify.stdout).toContain(`${file}, byte ${size}`);
+    expect(verify.stdout).toContain('interrupted torn1');
+
+    const verifyJson = JSON.parse(tidemark(['verify', 'torn1', '--json']).stdout) as {
+      ok: boolean;
+      findings: { kind: string; location: { offset?: number } }[];
+    };
+    expect(verifyJson.ok).toBe(false);
+    expect(verifyJson.findings.find((f) => f.kind === 'torn')?.location.offset).toBe(size);
+    // verify is read-only: the torn bytes are still there
+    expect(statSync(file!).size).toBe(size + 31);
+
+    const list = tidemark(['list']);
+    expect(list.status).toBe(0);
+    expect(list.stdout).toMatch(/torn1\s+\S+ ago\s+6\s+interrupted\s+\/proj\s+work on torn1/);
+    expect(list.stdout).not.toContain('\u001b['); // no colour on a pipe
+
+    const show = tidemark(['show', 'torn1']);
+    expect(show.status).toBe(0);
+    expect(show.stdout).toContain('user: please fix torn1');
+    expect(show.stdout).toContain('→ tool bash [c1] {"cmd":"npm test"}');
+    expect(show.stdout).toContain('← result [c1] ok');
+    expect(show.stdout).toContain('(interrupted: 1 event(s) after the last boundary at seq 4)');
+    const shown = JSON.parse(tidemark(['show', 'torn1', '--json']).stdout) as {
+      events: unknown[];
+      interrupted: boolean;
+    };
+    expect(shown.events).toHaveLength(6);
+    expect(shown.interrupted).toBe(true);
+
+    const repair = tidemark(['repair', 'torn1']);
+    expect(repair.status).toBe(0);
+    expect(repair.stdout).toMatch(/quarantined 31 torn byte\(s\); 6 events kept; quarantine: \S+/);
+    expect(statSync(file!).size).toBe(size);
+    const after = tidemark(['verify']);
+    expect(after.status).toBe(0);
+    expect(after.stdout).toContain('ok: jsonl:');
+    const audit = readFileSync(join(home, 'audit.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { action: string });
+    expect(audit.map((e) => e.action)).toEqual(['imported', 'repaired']);
+    expect(statSync(join(home, 'audit.jsonl')).mode & 0o777).toBe(0o600);
+  });
+
+  it('reports corruption before the tail with its location and exit status', () => {
+    tidemark(['import'], exportText('bad1'));
+    const [file] = jsonlFiles(join(home, 'sessions'));
+    const text = readFileSync(file!, 'utf8');
+    const at = text.indexOf('please fix');
+    writeFileSync(file!, `${text.slice(0, at)}PLEASE${text.slice(at + 6)}`); // flip bytes, same length
+    const verify = tidemark(['verify', 'bad1']);
+    expect(verify.status).toBe(1);
+    expect(verify.stdout).toMatch(
+      new RegExp(`corrupt bad1: .* at ${file!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, byte \\d+`),
+    );
+    const show = tidemark(['show', 'bad1']);
+    expectOneErrorLine(show, 'CORRUPT', 7);
+  });
+
+  it('prune previews, spares the active session, and trash restore is byte-identical', () => {
+    tidemark(['import'], exportText('keep1'));
+    tidemark(['import'], exportText('old1'));
+    const before = tidemark(['export', 'old1']).stdout;
+    expect(tidemark(['active', 'keep1', '--cwd', '/proj']).status).toBe(0);
+
+    const preview = tidemark(['prune', '--older-than', '0']);
+    expect(preview.status).toBe(0);
+    expect(preview.stdout).toContain('would move 1 session(s)');
+    expect(preview.stdout).toContain('kept keep1: active session of a project');
+    expect(tidemark(['list', '--json']).stdout).toContain('"old1"');
+
+    const applied = tidemark(['prune', '--older-than', '0', '--yes', '--json']);
+    expect(JSON.parse(applied.stdout)).toMatchObject({
+      dryRun: false,
+      trashed: ['old1'],
+      keptActive: ['keep1'],
+    });
+    const listed = JSON.parse(tidemark(['list', '--json']).stdout) as { sessions: { id: string }[] };
+    expect(listed.sessions.map((s) => s.id)).toEqual(['keep1']);
+    expect(tidemark(['trash', 'list']).stdout).toMatch(/old1\s+\S+\s+pruned/);
+
+    // gone from the store, but the CLI says where it is
+    expectOneErrorLine(tidemark(['show', 'old1']), 'NOT_FOUND', 3);
+    expect(tidemark(['show', 'old1']).stderr).toContain('is in the trash');
+
+    expect(tidemark(['trash', 'purge']).stdout).toContain(
+      'purged 0 session(s); 1 still within their grace period',
+    );
+    expect(tidemark(['trash', 'restore', 'old1']).status).toBe(0);
+    expect(eventLines(tidemark(['export', 'old1']).stdout)).toEqual(eventLines(before));
+    expect(tidemark(['trash', 'list']).stdout).toContain('the trash is empty');
+  });
+
+  it('says "audited but missing" for a session the store lost', () => {
+    tidemark(['import'], exportText('lost1'));
+    for (const file of jsonlFiles(join(home, 'sessions'))) {
+      rmSync(file);
+      rmSync(file.replace(/\.jsonl$/, '.summary.json'), { force: true });
+    }
+    const show = tidemark(['show', 'lost1']);
+    expectOneErrorLine(show, 'AUDITED_MISSING', 11);
+    expect(show.stderr).toContain(`audited but missing from jsonl:${join(home, 'sessions')}`);
+    expectOneErrorLine(tidemark(['show', 'never-existed']), 'NOT_FOUND', 3);
+  });
+});
+
+describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefined)(
+  `migrate JSONL → SQLite → JSONL ${unavailable.jsonl ?? ''} ${unavailable.sqlite ?? ''}`,
+  () => {
+    it('round trips byte-identical events, verifies, and resumes', () => {
+      const ids = ['m1', 'm2', 'm3'];
+      for (const [i, id] of ids.entries())
+        expect(tidemark(['import'], exportText(id, `/p${i}`, i * 300)).status).toBe(0);
+      const original = Object.fromEntries(ids.map((id) => [id, eventLines(tidemark(['export', id]).stdout)]));
+      const sqlite = `sqlite:${join(home, 'm.db')}`;
+      const back = `jsonl:${join(home, 'back')}`;
+
+      // a migration cut short: m2 is already partly in the target
+      const partial = exportText('m2', '/p1', 300).trimEnd().split('\n');
+      const header = JSON.parse(partial[0]!) as { summary: { eventCount: number } };
+      header.summary.eventCount = 3;
+      const cut = `${[JSON.stringify(header), ...partial.slice(1, 4)].join('\n')}\n`;
+      expect(tidemark(['--store', sqlite, 'import'], cut).status).toBe(0);
+
+      const first = tidemark(['migrate', '--from', 'jsonl:sessions', '--to', sqlite, '--json']);
+      expect(first.stderr).toBe(''); // no progress bar when stderr is not a TTY
+      expect(first.status).toBe(0);
+      expect(JSON.parse(first.stdout)).toMatchObject({
+        ok: true,
+        sessions: 3,
+        copied: 2,
+        resumed: 1,
+        events: 6 + 306 + 606,
+      });
+
+      const again = JSON.parse(
+        tidemark(['migrate', '--from', 'jsonl:sessions', '--to', sqlite, '--json']).stdout,
+      );
+      expect(again).toMatchObject({ ok: true, alreadyComplete: 3, copied: 0, resumed: 0 });
+
+      const second = tidemark(['migrate', '--from', sqlite, '--to', back]);
+      expect(second.status).toBe(0);
+      expect(second.stdout).toContain('migrated 3 session(s), 918 events');
+      for (const id of ids) {
+        expect(eventLines(tidemark(['--store', sqlite, 'export', id]).stdout)).toEqual(original[id]);
+        expect(eventLines(tidemark(['--store', back, 'export', id]).stdout)).toEqual(original[id]);
+      }
+      const backList = JSON.parse(tidemark(['--store', back, 'list', '--json']).stdout) as {
+        sessions: { id: string; cwd: string; title: string }[];
+      };
+      expect(backList.sessions.map((s) => [s.id, s.cwd, s.title]).sort()).toEqual(
+        ids.map((id, i) => [id, `/p${i}`, `work on ${id}`]),
+      );
+      expect(tidemark(['--store', back, 'verify']).status).toBe(0);
+      const audit = readFileSync(join(home, 'audit.jsonl'), 'utf8');
+      expect(audit.match(/"action":"migrated"/g)).toHaveLength(6);
+    });
+  },
+);
+
+describe('errors and usage', () => {
+  it('prints one line with a distinct non-zero status for each class', () => {
+    expectOneErrorLine(tidemark(['--store', 'memory:', 'show', 'nope']), 'NOT_FOUND', 3);
+    expectOneErrorLine(tidemark(['--store', 'nowhere', 'list']), 'USAGE', 2);
+    expectOneErrorLine(tidemark(['frobnicate']), 'USAGE', 2);
+    expectOneErrorLine(tidemark(['list', '--bogus-flag']), 'USAGE', 2);
+    expectOneErrorLine(tidemark(['--store', 'postgres://localhost/x', 'list']), 'UNAVAILABLE', 12);
+    expectOneErrorLine(tidemark(['--store', 'memory:', 'show', '../etc']), 'INVALID', 6);
+    expectOneErrorLine(
+      tidemark(['--store', 'memory:', 'import'], '{"format":"tidemark-export","version":1'),
+      'INVALID',
+      6,
+    );
+  });
+
+  it('reports a storage fault as IO, not as absence', () => {
+    // a parent path that is a regular file: ENOTDIR even for root
+    const file = join(home, 'plain-file');
+    writeFileSync(file, 'x');
+    const run = tidemark(['--store', `sqlite:${join(file, 'db.sqlite')}`, 'list']);
+    expectOneErrorLine(run, 'IO', 9);
+  });
+
+  it('writes config.json 0600 and uses its default store', () => {
+    expect(tidemark(['config', '--set-store', 'memory:']).status).toBe(0);
+    expect(statSync(join(home, 'config.json')).mode & 0o777).toBe(0o600);
+    expect(tidemark(['config', '--json']).stdout).toContain('"store": "memory:"');
+    expect(tidemark(['list']).stdout).toContain('no sessions in memory:');
+  });
+
+  it('prints help and exits 0; no command exits 2', () => {
+    const help = tidemark(['--help']);
+    expect(help.status).toBe(0);
+    for (const command of [
+      'list',
+      'show',
+      'delete',
+      'prune',
+      'trash',
+      'verify',
+      'repair',
+      'export',
+      'import',
+      'migrate',
+      'harness',
+    ]) {
+      expect(help.stdout).toContain(`  ${command}`);
+    }
+    expect(tidemark([]).status).toBe(2);
+  });
+});
