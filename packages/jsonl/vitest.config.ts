@@ -1,3 +1,3 @@
 import { tidemarkVitest } from '@tidemark/vitest-config';
 
-export default tidemarkVitest();
+export default tidemarkVitest({ test: { globalSetup: ['test/global-setup.ts'] } });
