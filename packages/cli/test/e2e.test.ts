@@ -261,6 +261,23 @@ describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefi
   },
 );
 
+describe('harness', () => {
+  it('delegates to @tidemark/faults and passes its exit status through', () => {
+    const out = join(home, 'report');
+    const run = tidemark(['harness', '--quick', '--backends', 'memory', '--out', out]);
+    if (run.stderr.startsWith('tidemark: UNAVAILABLE')) {
+      // The harness package is another engineer's and may not be built in this checkout.
+      expectOneErrorLine(run, 'UNAVAILABLE', 12);
+      return;
+    }
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('PASS');
+    const report = JSON.parse(readFileSync(join(out, 'harness-report.json'), 'utf8')) as object;
+    expect(report).toBeTypeOf('object');
+    expect(tidemark(['harness', '--no-such-option']).status).not.toBe(0);
+  });
+});
+
 describe('errors and usage', () => {
   it('prints one line with a distinct non-zero status for each class', () => {
     expectOneErrorLine(tidemark(['--store', 'memory:', 'show', 'nope']), 'NOT_FOUND', 3);
