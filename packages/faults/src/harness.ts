@@ -24,6 +24,11 @@ export interface HarnessOptions {
   scratchDir?: string;
   /** Bounds of crash-state enumeration. */
   crashLimits?: CrashStateLimits;
+  /**
+   * Stop each sweep once this many violations were found (default: never). Useful to show quickly
+   * that a broken variant is caught.
+   */
+  stopAfterFailures?: number;
   /** Called as runs complete, for a progress indicator. */
   progress?: Progress;
 }
@@ -50,7 +55,7 @@ export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessD
   const errnos = options.errnos ?? (quick ? QUICK_ERRNOS : SWEEP_ERRNOS);
   const persistentErrnos = options.persistentErrnos ?? (quick ? ['EIO'] : SWEEP_ERRNOS);
   const skip = new Set(options.skip ?? []);
-  const report = new ReportBuilder();
+  const report = new ReportBuilder(options.stopAfterFailures);
   const totals: BackendTotals[] = [];
   for (const driver of Array.isArray(drivers) ? drivers : [drivers as HarnessDriver]) {
     const t0 = Date.now();

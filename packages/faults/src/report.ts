@@ -73,6 +73,14 @@ export class ReportBuilder {
   readonly failures: HarnessFailure[] = [];
   failureCount = 0;
 
+  /** @param stopAfter - violations after which {@link ReportBuilder.enough} turns true. */
+  constructor(private readonly stopAfter = Number.POSITIVE_INFINITY) {}
+
+  /** True once enough violations were found for the sweeps to stop early. */
+  get enough(): boolean {
+    return this.failureCount >= this.stopAfter;
+  }
+
   cell(backend: string, faultClass: string): ReportCell {
     const key = `${backend}\0${faultClass}`;
     let cell = this.cells.get(key);

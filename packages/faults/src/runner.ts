@@ -237,6 +237,8 @@ export async function verifyAfterLift(store: SessionStore, model: WorkloadModel,
       check.violation('lost-event', `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`);
       continue;
     }
+    // After the fault is lifted, an existing session that reads as absent has lost every event.
+    if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
     check.load(session, loaded, allowInDoubt, options.crash);
     if (loaded.ok && session.exists !== 'no' && writableKey === undefined) writableKey = { session, nextSeq: loaded.value.events.length };
   }

@@ -95,6 +95,7 @@ export async function errorSweepFs(
   const faults = planErrorSweep(ops, errnos, persistentErrnos);
   let done = 0;
   for (const fault of faults) {
+    if (report.enough) break;
     const plan: FaultPlan = { at: fault.at, errno: fault.errno, mode: fault.mode, ...(fault.shortWrite && { kind: 'short-write' as const }) };
     const run = await runFsOnce(driver, [plan]);
     const entry = baseline.trace[fault.at - 1];
@@ -150,6 +151,7 @@ export async function errorSweepEngine(
   const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
   let done = 0;
   for (const fault of faults) {
+    if (report.enough) break;
     const run = await runEngineOnce(driver, fault);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
     report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
@@ -157,6 +159,9 @@ export async function errorSweepEngine(
   }
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
+
+/** Operations after which the crash states can differ from those after the previous operation. */
+const MUTATING_OPS: ReadonlySet<string> = new Set(['open', 'write', 'truncate', 'datasync', 'sync', 'syncDir', 'link', 'rename', 'unlink', 'mkdir', 'rmdir']);
 
 interface RecordedCrash {
   point: CrashPoint;
@@ -180,7 +185,8 @@ export async function crashSweepFs(
   let inflight: { key: string; batch: string[] } | undefined;
   let currentStep: WorkloadStep | undefined;
   const crashFs: CrashFs = new CrashFs((_index, op) => {
-    if (!recording || (options.syncOnly && !SYNC_OPS.has(op) && !['rename', 'link', 'unlink', 'truncate'].includes(op))) return;
+    // Reads leave the disk as it was: a crash after one is the crash after the previous change.
+    if (!recording || !MUTATING_OPS.has(op) || (options.syncOnly && !SYNC_OPS.has(op) && op !== 'write')) return;
     const snapshot = model.clone();
     if (inflight !== undefined) snapshot.session(inflight.key).inDoubt.push(inflight.batch);
     if (currentStep?.kind === 'delete') {
@@ -211,6 +217,7 @@ export async function crashSweepFs(
   let states = 0;
   let done = 0;
   for (const { point, model: pointModel } of recorded) {
+    if (report.enough) break;
     for (const state of enumerateCrashStates(point, options.limits)) {
       const fs: FileSystem = materialize(state);
       const stateCheck = new Checker();

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
+import { jsonlDroppingTornLog, jsonlEnotdirAsNotFound, jsonlWithoutDirSync, jsonlWithoutTruncateAfterFailure } from './fixtures/broken-jsonl.js';
+
+// Each broken variant must be caught in the cell its bug belongs to. The sweeps stop at the first
+// violations to keep the suite lean; the real JSONL store's clean run is in jsonl-harness.test.ts.
+const base: HarnessOptions = { quick: true, skip: ['real'], stopAfterFailures: 3 };
+
+function failing(report: HarnessReport, faultClass: string) {
+  return report.cells.find((cell) => cell.faultClass === faultClass && cell.status === 'fail');
+}
+
+describe('mutation check: the harness catches deliberately broken JSONL variants', () => {
+  it('(a) no directory fsync after the first publish: acknowledged events lost in a crash', async () => {
+    const report = await runFaultHarness(jsonlWithoutDirSync(), { ...base, skip: ['real', 'errors'] });
+    const cell = failing(report, 'crash (power loss)');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+    expect(report.passed).toBe(false);
+  }, 120_000);
+
+  it('(b) ENOTDIR turned into "not found": false absence under ENOTDIR', async () => {
+    const report = await runFaultHarness(jsonlEnotdirAsNotFound(), { ...base, skip: ['real', 'crash'], errnos: ['ENOTDIR'], persistentErrnos: [] });
+    const cell = failing(report, 'ENOTDIR once');
+    expect(cell?.absences ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('(c) no truncation after a failed write: a rejected batch stays visible', async () => {
+    const report = await runFaultHarness(jsonlWithoutTruncateAfterFailure(), { ...base, skip: ['real', 'crash'], errnos: ['EIO'], persistentErrnos: [] });
+    const cells = report.cells.filter((cell) => cell.status === 'fail').map((cell) => cell.faultClass);
+    expect(cells.length).toBeGreaterThan(0);
+    expect(report.failures.map((f) => f.kind)).toContain('unacknowledged-visible');
+  }, 120_000);
+
+  it('(d) recovery that drops a log with a torn tail: acknowledged events lost', async () => {
+    const report = await runFaultHarness(jsonlDroppingTornLog(), { ...base, skip: ['real', 'errors'] });
+    const cell = failing(report, 'crash (power loss)');
+    expect((cell?.lostEvents ?? 0) + (cell?.absences ?? 0)).toBeGreaterThan(0);
+  }, 120_000);
+});
