@@ -600,13 +600,30 @@ const boundary: ContractCheck[] = [
   },
   {
     group: 'boundary',
-    name: "tail: 'cut' of a log without any boundary leaves an existing, empty session that continues from seq 0",
+    name: "tail: 'cut' of a log without any boundary leaves an existing, empty session (summary fields kept) that continues from seq 0",
     async run(ctx) {
       const store = await ctx.open();
-      await materialize(store, 'no-boundary', [ev(0, 'user/message', { text: 'a' }), ev(1, 'tool/call')]);
+      await store.create({ id: 'no-boundary', title: 'kept' });
+      // The prompt arrives in a later batch than the first, so a backend cannot have it from the header.
+      await store.append('no-boundary', [ev(0, 'turn/start')]);
+      await store.append('no-boundary', [ev(1, 'user/message', { text: 'a' }), ev(2, 'tool/call')]);
       const cut = await store.load('no-boundary', { tail: 'cut' });
       expect(cut.events).toEqual([]);
-      expect([cut.committedSeq, cut.interrupted, cut.recovered?.cutEvents]).toEqual([-1, false, 2]);
+      expect([cut.committedSeq, cut.interrupted, cut.recovered?.cutEvents]).toEqual([-1, false, 3]);
+      // A cut changes the counts and commit state only: the title and the prompt the user already
+      // saw stay, as in the reference model.
+      expect(cut.summary).toMatchObject({
+        eventCount: 0,
+        committedSeq: -1,
+        interrupted: false,
+        title: 'kept',
+        firstPrompt: 'a',
+      });
+      expect((await store.list()).sessions[0]).toMatchObject({
+        eventCount: 0,
+        title: 'kept',
+        firstPrompt: 'a',
+      });
       expect(await store.has('no-boundary')).toBe(true);
       expect(await store.append('no-boundary', [ev(0, 'turn/end')])).toEqual({ nextSeq: 1 });
       expect(await eventsOf(store, 'no-boundary')).toEqual([ev(0, 'turn/end')]);
