@@ -73,6 +73,8 @@ export interface CopyResult {
   outcome: 'complete' | 'resumed' | 'copied';
   /** {@link logHash} of the events, equal in both stores (verified by reading the target back). */
   hash: string;
+  /** The source's summary as read before copying (its original `createdAt` and `updatedAt`). */
+  source: SessionSummary;
 }
 
 async function readAll(store: SessionStore, id: string): Promise<SessionEvent[]> {
@@ -154,5 +156,5 @@ export async function copySession(
       },
     );
   }
-  return { id, events: total, appended: total - fromSeq, outcome, hash };
+  return { id, events: total, appended: total - fromSeq, outcome, hash, source: source.summary };
 }

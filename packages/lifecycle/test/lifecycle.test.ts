@@ -121,7 +121,11 @@ describe('prune', () => {
       ['pruned', 'old2', 'memory:main'],
       ['pruned', 'old1', 'memory:main'],
     ]);
-    expect(audit.entries[0]!.details).toMatchObject({ trash: 'memory:trash', events: 3 });
+    expect(audit.entries[0]!.details).toMatchObject({
+      trash: 'memory:trash',
+      events: 3,
+      updatedAt: new Date(NOW.getTime() - 90 * DAY).toISOString(),
+    });
     expect((await stat(lifecycle.audit.file)).mode & 0o777).toBe(0o600);
     const listed = await lifecycle.trashList();
     expect(listed.map((e) => [e.id, e.reason, e.from])).toEqual([
