@@ -68,40 +68,69 @@ async function generate(path, sessions, perSession) {
 const results = [];
 const longest = {};
 function record(name, store, raw, goal, better) {
-  const ratio = better === 'higher' ? store / raw : store / raw;
+  const ratio = store / raw;
   const pass = better === 'higher' ? ratio >= goal : ratio <= goal;
   results.push({ name, store, raw, ratio: Number(ratio.toFixed(3)), goal, better, pass });
 }
 
-// 1. Durable one-event appends vs raw single-row INSERT + COMMIT, interleaved in rounds so that
-//    disk noise hits both sides alike.
+// 1. Durable one-event appends vs raw single-row INSERT + COMMIT into the same events table.
+//    The shared disk is noisy (one fsync per commit on both sides), so the two alternate in many
+//    short rounds and the goal is judged on the median of the per-round rate ratios.
 {
   const store = await openSqliteStore({ path: join(work, 'append.db') });
   await store.create({ id: 'a' });
   const db = rawDb(join(work, 'append-raw.db'));
   db.exec(
-    'CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, time TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT',
+    'CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, time TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT, WITHOUT ROWID',
   );
   const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)');
-  const rounds = 8;
-  const perRound = Math.ceil(APPENDS / rounds);
+  const perRound = 25;
+  const rounds = Math.max(2, Math.ceil(APPENDS / perRound));
   let storeMs = 0;
   let rawMs = 0;
   let seq = 0;
   let rawSeq = 0;
-  for (let r = 0; r < rounds; r++) {
-    let t = now();
+  const ratios = [];
+  const rawRound = () => {
+    const t = now();
     for (let i = 0; i < perRound; i++, rawSeq++)
       insert.run('a', rawSeq, 'tool/call', TIME, JSON.stringify(eventData(rawSeq)));
-    rawMs += now() - t;
-    t = now();
+    return now() - t;
+  };
+  const storeRound = async () => {
+    const t = now();
     for (let i = 0; i < perRound; i++, seq++)
       await store.append('a', [{ seq, type: 'tool/call', time: TIME, data: eventData(seq) }]);
-    storeMs += now() - t;
+    return now() - t;
+  };
+  for (let r = 0; r < rounds; r++) {
+    let rawRoundMs;
+    let storeRoundMs;
+    if (r % 2 === 0) {
+      rawRoundMs = rawRound();
+      storeRoundMs = await storeRound();
+    } else {
+      storeRoundMs = await storeRound();
+      rawRoundMs = rawRound();
+    }
+    rawMs += rawRoundMs;
+    storeMs += storeRoundMs;
+    ratios.push(rawRoundMs / storeRoundMs);
   }
-  const storeRate = seq / (storeMs / 1000);
-  const rawRate = rawSeq / (rawMs / 1000);
-  record('durable 1-event appends (per s)', Math.round(storeRate), Math.round(rawRate), 0.8, 'higher');
+  ratios.sort((x, y) => x - y);
+  const median = ratios[Math.floor(ratios.length / 2)];
+  const storeRate = Math.round(seq / (storeMs / 1000));
+  const rawRate = Math.round(rawSeq / (rawMs / 1000));
+  results.push({
+    name: 'durable 1-event appends (per s; ratio = median of rounds)',
+    store: storeRate,
+    raw: rawRate,
+    ratio: Number(median.toFixed(3)),
+    ratioOfTotals: Number((storeRate / rawRate).toFixed(3)),
+    goal: 0.8,
+    better: 'higher',
+    pass: median >= 0.8,
+  });
   // Longest call: one 1,000-event batch.
   const batch = Array.from({ length: 1000 }, (_, i) => ({
     seq: seq + i,

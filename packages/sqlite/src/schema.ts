@@ -18,6 +18,10 @@ export const SQLITE_APPLICATION_ID = 0x54444d4b;
  *   (langchain-ai/deepagents #4005: listing 1,505 threads took 59.6 s when metadata shared rows
  *   with state blobs, 0.04 s with an index). The list indexes match its ORDER BY exactly.
  * - `events` is keyed by (session_id, seq): a second writer of the same seq collides on the key.
+ *   WITHOUT ROWID clusters a session's events in seq order (a load reads neighbouring pages, not
+ *   rows scattered among other sessions' writes) and makes an append touch one b-tree, not two;
+ *   large `data` spills to overflow pages as in any table. `sessions` is WITHOUT ROWID for the
+ *   same one-b-tree reason.
  * - `quarantine` keeps rows that a repair or `tail: 'cut'` took out of a log; it has no foreign
  *   key, so quarantined rows outlive the session.
  */
@@ -38,7 +42,7 @@ export const MIGRATIONS: readonly string[] = [
     first_prompt   TEXT,
     tags           TEXT,
     attrs          TEXT
-  ) STRICT;
+  ) STRICT, WITHOUT ROWID;
   CREATE INDEX sessions_by_updated ON sessions (updated_at DESC, id ASC);
   CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id ASC);
   CREATE TABLE events (
@@ -48,7 +52,7 @@ export const MIGRATIONS: readonly string[] = [
     time       TEXT    NOT NULL,
     data       TEXT    NOT NULL,
     PRIMARY KEY (session_id, seq)
-  ) STRICT;
+  ) STRICT, WITHOUT ROWID;
   CREATE TABLE quarantine (
     id             INTEGER PRIMARY KEY,
     session_id     TEXT    NOT NULL,

@@ -84,7 +84,12 @@ interface Pending {
 const SUMMARY_SELECT = `SELECT id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,
   committed_seq, interrupted, title, first_prompt, tags, attrs FROM sessions`;
 
-/** Prepared once per connection: preparing is a large share of a short statement's cost. */
+/**
+ * Prepared once per connection: preparing is a large share of a short statement's cost.
+ * Never prepare a PRAGMA that sets something here: SQLite applies such pragmas when it compiles
+ * them, not when they run, so merely preparing `PRAGMA synchronous = NORMAL` would switch the
+ * connection to NORMAL.
+ */
 function prepareStatements(db: Database.Database) {
   const listOrder = 'ORDER BY updated_at DESC, id ASC LIMIT @limit';
   // `updated_at <= @u` alone lets SQLite range-scan the index; the OR finishes the keyset test.
@@ -94,8 +99,6 @@ function prepareStatements(db: Database.Database) {
     beginImmediate: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
-    syncFull: db.prepare('PRAGMA synchronous = FULL'),
-    syncNormal: db.prepare('PRAGMA synchronous = NORMAL'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
     maxSeq: db.prepare<[string], number | null>('SELECT max(seq) FROM events WHERE session_id = ?').pluck(),
@@ -135,6 +138,9 @@ function prepareStatements(db: Database.Database) {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
+
+/** The connection behind each store, for tests that check per-connection settings. @internal */
+export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMap();
 
 class SqliteStore implements SessionStore {
   private readonly pending = new Map<string, Pending>();
@@ -228,7 +234,7 @@ class SqliteStore implements SessionStore {
     const syncNow = this.relaxed && batch.some((item) => this.isBoundary(item.event));
     let result: AppendResult;
     try {
-      if (syncNow) this.run(context, () => this.stmts.syncFull.run());
+      if (syncNow) this.run(context, () => this.db.pragma('synchronous = FULL'));
       result = this.transaction('write', context, () => {
         const row = this.stmts.getSession.get(id);
         const pending = this.pending.get(id);
@@ -304,7 +310,7 @@ class SqliteStore implements SessionStore {
     } finally {
       if (syncNow && !this.closed) {
         try {
-          this.stmts.syncNormal.run();
+          this.db.pragma('synchronous = NORMAL');
         } catch {
           // Staying at FULL is only slower, never less safe.
         }
@@ -604,7 +610,9 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
     db.pragma('foreign_keys = ON');
     if (o.maxPageCount !== undefined) db.pragma(`max_page_count = ${o.maxPageCount}`);
     migrate(db, file);
-    return new SqliteStore(db, file, o);
+    const store = new SqliteStore(db, file, o);
+    connectionOf.set(store, db);
+    return store;
   } catch (error) {
     try {
       db?.close();

@@ -34,7 +34,7 @@ describe('migrate', () => {
       sql: string;
     }[];
     expect(tables.map((t) => t.name)).toEqual(['events', 'quarantine', 'sessions']);
-    for (const table of tables) expect(table.sql).toMatch(/\)\s*STRICT$/);
+    for (const table of tables) expect(table.sql).toMatch(/\)\s*STRICT(, WITHOUT ROWID)?$/);
     const plan = db
       .prepare(
         'EXPLAIN QUERY PLAN SELECT id, updated_at FROM sessions ORDER BY updated_at DESC, id ASC LIMIT 10',

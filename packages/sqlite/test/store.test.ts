@@ -3,6 +3,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore, READ_PAGE_SIZE, verifySqliteStore } from '../src/index.js';
+import { connectionOf } from '../src/store.js';
 import { events, freshStore, rejectsWith, removeTempDirs } from './helpers.js';
 
 afterEach(removeTempDirs);
@@ -69,6 +70,34 @@ describe('storage layout', () => {
       seen.push((await store.load('s')).summary.updatedAt);
     }
     for (let i = 1; i < seen.length; i++) expect(seen[i]! > seen[i - 1]!).toBe(true);
+    await store.close();
+  });
+});
+
+describe('pragmas of the store connection', () => {
+  it('keeps synchronous=FULL in strict mode and NORMAL in relaxed mode, also after boundary batches', async () => {
+    for (const [durability, expected] of [
+      ['strict', 2],
+      ['relaxed', 1],
+    ] as const) {
+      const { store } = await freshStore({ durability });
+      const db = connectionOf.get(store)!;
+      expect(db.pragma('synchronous', { simple: true })).toBe(expected);
+      expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      await store.create({ id: 's' });
+      await store.append('s', events(0, 2, 2));
+      await store.append('s', events(2, 1));
+      expect(db.pragma('synchronous', { simple: true })).toBe(expected);
+      await store.close();
+    }
+  });
+
+  it('applies busyTimeoutMs and maxPageCount', async () => {
+    const { store } = await freshStore({ busyTimeoutMs: 1234, maxPageCount: 99_999 });
+    const db = connectionOf.get(store)!;
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(1234);
+    expect(db.pragma('max_page_count', { simple: true })).toBe(99_999);
     await store.close();
   });
 });
