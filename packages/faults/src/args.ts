@@ -22,8 +22,10 @@ export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
     else if (arg === '--out') args.out = value();
     else if (arg.startsWith('--out=')) args.out = arg.slice(6);
     else if (arg === '--kills') args.kills = Number(value());
-    else throw new Error(`unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite, --out DIR, --kills N)`);
+    else
+      throw new Error(
+        `unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite, --out DIR, --kills N)`,
+      );
   }
   return args;
 }
-

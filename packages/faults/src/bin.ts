@@ -2,14 +2,18 @@
 // Runnable entry of the fault harness: `node dist/bin.js [--quick] [--backends memory,jsonl,sqlite] [--out DIR]`.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { parseHarnessArgs } from './args.js';
 import type { HarnessDriver } from './driver.js';
 import { jsonlDriver, sqliteDriver } from './drivers.js';
 import { runFaultHarness } from './harness.js';
 import { memoryDriver } from './memory-driver.js';
 import { formatReportMarkdown, formatReportTable } from './report.js';
-import { parseHarnessArgs } from './args.js';
 
-const DRIVERS: Record<string, () => HarnessDriver> = { memory: memoryDriver, jsonl: () => jsonlDriver(), sqlite: () => sqliteDriver() };
+const DRIVERS: Record<string, () => HarnessDriver> = {
+  memory: memoryDriver,
+  jsonl: () => jsonlDriver(),
+  sqlite: () => sqliteDriver(),
+};
 
 function progressReporter(): (phase: string, done: number, total: number) => void {
   let lastPhase = '';
@@ -31,15 +35,22 @@ async function main(): Promise<number> {
   const args = parseHarnessArgs(process.argv.slice(2));
   const drivers = args.backends.map((name) => {
     const make = DRIVERS[name];
-    if (make === undefined) throw new Error(`unknown backend ${name}; known: ${Object.keys(DRIVERS).join(', ')}`);
+    if (make === undefined)
+      throw new Error(`unknown backend ${name}; known: ${Object.keys(DRIVERS).join(', ')}`);
     return make();
   });
-  const report = await runFaultHarness(drivers, { quick: args.quick, progress: progressReporter(), ...(args.kills !== undefined && { kills: args.kills }) });
+  const report = await runFaultHarness(drivers, {
+    quick: args.quick,
+    progress: progressReporter(),
+    ...(args.kills !== undefined && { kills: args.kills }),
+  });
   const out = resolve(args.out);
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'harness-report.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(out, 'harness-report.md'), formatReportMarkdown(report));
-  process.stdout.write(`${formatReportTable(report)}\n\nreport written to ${join(out, 'harness-report.{json,md}')}\n`);
+  process.stdout.write(
+    `${formatReportTable(report)}\n\nreport written to ${join(out, 'harness-report.{json,md}')}\n`,
+  );
   return report.passed ? 0 : 1;
 }
 

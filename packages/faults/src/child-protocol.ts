@@ -3,7 +3,14 @@ import type { JsonObject } from '@tidemark/core';
 /** What a child is asked to do (passed as JSON in argv[2]). */
 export type ChildRequest =
   | { mode: 'writer'; module: string; factory: string; options: JsonObject; sessions: number }
-  | { mode: 'probe'; module: string; factory: string; options: JsonObject; model: SerializedSession[]; destructive: boolean }
+  | {
+      mode: 'probe';
+      module: string;
+      factory: string;
+      options: JsonObject;
+      model: SerializedSession[];
+      destructive: boolean;
+    }
   | { mode: 'sqlite-lock'; path: string };
 
 /** A model session as it crosses the process boundary. */
@@ -17,4 +24,3 @@ export interface SerializedSession {
 export function killEventType(seq: number): string {
   return ['user/message', 'tool/call', 'tool/result', 'turn/end'][seq % 4]!;
 }
-

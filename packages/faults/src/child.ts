@@ -3,11 +3,11 @@
 import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
+import { type ChildRequest, killEventType } from './child-protocol.js';
 import { ModelSession, WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import { Checker } from './runner.js';
 import { sessionId, workloadEvent } from './workload.js';
-import { type ChildRequest, killEventType } from './child-protocol.js';
 
 const say = (line: string) => writeSync(1, `${line}\n`);
 
@@ -36,7 +36,9 @@ async function writer(request: Extract<ChildRequest, { mode: 'writer' }>): Promi
     const key = keys[i % keys.length]!;
     const from = next.get(key)!;
     const count = 1 + (i % 3);
-    const events = Array.from({ length: count }, (_, k) => workloadEvent(key, from + k, killEventType(from + k)));
+    const events = Array.from({ length: count }, (_, k) =>
+      workloadEvent(key, from + k, killEventType(from + k)),
+    );
     say(`try ${key} ${from} ${count}`);
     await store.append(sessionId(key), events);
     say(`ack ${key} ${from} ${count}`);
@@ -52,7 +54,12 @@ async function probe(request: Extract<ChildRequest, { mode: 'probe' }>): Promise
     model.sessions.set(s.key, session);
   }
   const check = new Checker();
-  await probeStore(() => openStore(request.module, request.factory, request.options), model, check, request.destructive);
+  await probeStore(
+    () => openStore(request.module, request.factory, request.options),
+    model,
+    check,
+    request.destructive,
+  );
   say(JSON.stringify(check.outcome));
 }
 
@@ -60,7 +67,9 @@ async function sqliteLock(request: Extract<ChildRequest, { mode: 'sqlite-lock' }
   // better-sqlite3 is a dependency of @tidemark/sqlite, not of this package: load it from there.
   const require = createRequire(import.meta.url);
   const fromSqlite = createRequire(require.resolve('@tidemark/sqlite/package.json'));
-  const Database = fromSqlite('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
+  const Database = fromSqlite('better-sqlite3') as new (
+    path: string,
+  ) => { exec(sql: string): void; close(): void };
   const db = new Database(request.path);
   db.exec('BEGIN EXCLUSIVE');
   say('locked');
@@ -81,7 +90,9 @@ main().then(
   () => process.exit(0),
   (error: unknown) => {
     const typed = isTidemarkError(error);
-    say(`error ${JSON.stringify({ typed, code: typed ? error.code : undefined, message: error instanceof Error ? error.message : String(error) })}`);
+    say(
+      `error ${JSON.stringify({ typed, code: typed ? error.code : undefined, message: error instanceof Error ? error.message : String(error) })}`,
+    );
     process.exit(1);
   },
 );

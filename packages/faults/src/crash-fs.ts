@@ -17,7 +17,9 @@ export type DirOp =
   | { kind: 'mkdir' | 'rmdir'; path: string };
 
 /** A data operation on a file that a crash may lose (or tear) until the file is synced. */
-export type DataOp = { kind: 'write'; position: number; data: Uint8Array } | { kind: 'truncate'; length: number };
+export type DataOp =
+  | { kind: 'write'; position: number; data: Uint8Array }
+  | { kind: 'truncate'; length: number };
 
 interface Inode {
   durable: Uint8Array;
@@ -157,7 +159,10 @@ function garbage(length: number, seed: number): Uint8Array {
 }
 
 /** The contents a file may hold after a crash: durable image, whole prefixes, torn and filled writes. */
-export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): { label: string; bytes: Uint8Array }[] {
+export function contentVariants(
+  inode: Inode,
+  limits: CrashStateLimits = {},
+): { label: string; bytes: Uint8Array }[] {
   const variants: { label: string; bytes: Uint8Array }[] = [{ label: 'durable', bytes: inode.durable }];
   for (let k = 0; k < inode.pending.length; k++) {
     const before = applyDataOps(inode.durable, inode.pending.slice(0, k));
@@ -168,7 +173,9 @@ export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): { 
       if (cut === 0) continue; // identical to the prefix without this write
       variants.push({
         label: `op ${k} torn at ${cut}/${op.data.length}`,
-        bytes: applyDataOps(before, [{ kind: 'write', position: op.position, data: op.data.subarray(0, cut) }]),
+        bytes: applyDataOps(before, [
+          { kind: 'write', position: op.position, data: op.data.subarray(0, cut) },
+        ]),
       });
     }
     if (op.position + op.data.length > before.length) {
@@ -193,7 +200,9 @@ export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): { 
 export function dirOpSubsets(count: number, limits: CrashStateLimits = {}): boolean[][] {
   const exhaustive = limits.exhaustiveDirOps ?? 4;
   if (count <= exhaustive) {
-    return Array.from({ length: 2 ** count }, (_, mask) => Array.from({ length: count }, (_, i) => ((mask >> i) & 1) === 1));
+    return Array.from({ length: 2 ** count }, (_, mask) =>
+      Array.from({ length: count }, (_, i) => ((mask >> i) & 1) === 1),
+    );
   }
   const out: boolean[][] = [];
   for (let keep = 0; keep <= count; keep++) out.push(Array.from({ length: count }, (_, i) => i < keep)); // ordered prefixes
@@ -201,7 +210,12 @@ export function dirOpSubsets(count: number, limits: CrashStateLimits = {}): bool
   return out;
 }
 
-function buildState(point: CrashPoint, keep: readonly boolean[], contentOf: (ino: number) => Uint8Array, label: string): CrashState {
+function buildState(
+  point: CrashPoint,
+  keep: readonly boolean[],
+  contentOf: (ino: number) => Uint8Array,
+  label: string,
+): CrashState {
   const ns = cloneNs(point.durable);
   point.pendingDirOps.forEach((entry, i) => {
     if (keep[i]) applyDirOp(ns, entry.op);
@@ -229,7 +243,13 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
   const states: CrashState[] = [];
   const seen = new Set<string>();
   const push = (state: CrashState) => {
-    const key = [...state.dirs].sort().join('\0') + '\u0001' + [...state.files].sort(([a], [b]) => (a < b ? -1 : 1)).map(([p, b]) => `${p}=${Buffer.from(b).toString('base64')}`).join('\0');
+    const key =
+      [...state.dirs].sort().join('\0') +
+      '\u0001' +
+      [...state.files]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([p, b]) => `${p}=${Buffer.from(b).toString('base64')}`)
+        .join('\0');
     if (seen.has(key)) return;
     seen.add(key);
     states.push(state);
@@ -241,7 +261,11 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
   };
   const subsets = dirOpSubsets(point.pendingDirOps.length, limits);
   for (const keep of subsets) {
-    const kept = keep.map((k, i) => (k ? i : -1)).filter((i) => i >= 0).join(',') || 'none';
+    const kept =
+      keep
+        .map((k, i) => (k ? i : -1))
+        .filter((i) => i >= 0)
+        .join(',') || 'none';
     push(buildState(point, keep, durableOf, `dir ops kept [${kept}]; data durable only`));
     push(buildState(point, keep, writtenOf, `dir ops kept [${kept}]; data all written`));
   }
@@ -252,7 +276,8 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
     for (const variant of contentVariants(inode, limits)) {
       const contentOf = (other: number) => (other === ino ? variant.bytes : writtenOf(other));
       push(buildState(point, allKept, contentOf, `dir ops all kept; ino ${ino} ${variant.label}`));
-      if (noneKept.length > 0) push(buildState(point, noneKept, contentOf, `dir ops all lost; ino ${ino} ${variant.label}`));
+      if (noneKept.length > 0)
+        push(buildState(point, noneKept, contentOf, `dir ops all lost; ino ${ino} ${variant.label}`));
     }
   }
   return states;
@@ -268,7 +293,8 @@ export const CRASH_AGE_MS = 60 * 60 * 1000;
  */
 export function materialize(state: CrashState): FileSystem & { volume: Volume } {
   const volume = new Volume();
-  for (const dir of [...state.dirs].sort((a, b) => a.length - b.length)) volume.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const dir of [...state.dirs].sort((a, b) => a.length - b.length))
+    volume.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const then = (Date.now() - CRASH_AGE_MS) / 1000;
   for (const [path, bytes] of state.files) {
     volume.writeFileSync(path, Buffer.from(bytes), { mode: 0o600 });
@@ -369,12 +395,17 @@ export class CrashFs implements FileSystem {
   private wrapHandle(handle: FileHandlePort, inode: Inode, flags: OpenFlags): FileHandlePort {
     const contentLength = () => applyDataOps(inode.durable, inode.pending).length;
     return {
-      read: (buffer, offset, length, position) => this.track('read', () => handle.read(buffer, offset, length, position)),
+      read: (buffer, offset, length, position) =>
+        this.track('read', () => handle.read(buffer, offset, length, position)),
       write: (buffer, offset, length, position) =>
         this.track('write', async () => {
           const at = flags === 'a' || position === null ? contentLength() : position;
           const written = await handle.write(buffer, offset, length, flags === 'a' ? null : at);
-          inode.pending.push({ kind: 'write', position: at, data: Uint8Array.from(buffer.subarray(offset, offset + written)) });
+          inode.pending.push({
+            kind: 'write',
+            position: at,
+            data: Uint8Array.from(buffer.subarray(offset, offset + written)),
+          });
           return written;
         }),
       datasync: () =>
@@ -405,7 +436,10 @@ export class CrashFs implements FileSystem {
     return this.track('link', async () => {
       await this.live.link(existingPath, newPath);
       const ino = this.current.files.get(posix.normalize(existingPath));
-      if (ino !== undefined) this.recordDirOp({ kind: 'link', path: posix.normalize(newPath), ino }, [parentOf(posix.normalize(newPath))]);
+      if (ino !== undefined)
+        this.recordDirOp({ kind: 'link', path: posix.normalize(newPath), ino }, [
+          parentOf(posix.normalize(newPath)),
+        ]);
     });
   }
 
@@ -430,9 +464,11 @@ export class CrashFs implements FileSystem {
     return this.track('mkdir', async () => {
       const normalized = posix.normalize(path);
       const missing: string[] = [];
-      for (let dir = normalized; dir !== '/' && !this.current.dirs.has(dir); dir = parentOf(dir)) missing.unshift(dir);
+      for (let dir = normalized; dir !== '/' && !this.current.dirs.has(dir); dir = parentOf(dir))
+        missing.unshift(dir);
       await this.live.mkdir(normalized, options);
-      for (const dir of options?.recursive ? missing : missing.slice(-1)) this.recordDirOp({ kind: 'mkdir', path: dir }, [parentOf(dir)]);
+      for (const dir of options?.recursive ? missing : missing.slice(-1))
+        this.recordDirOp({ kind: 'mkdir', path: dir }, [parentOf(dir)]);
     });
   }
 

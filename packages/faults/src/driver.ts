@@ -70,5 +70,7 @@ export interface RealFaultCase {
    * still violations. `storeOptions` are merged into the factory options while the fault lasts
    * (e.g. `maxPageCount`). `release` lifts the fault (e.g. drops a lock held by a child).
    */
-  inflict(location: string): Promise<{ destructive: boolean; storeOptions?: JsonObject; release?: () => Promise<void> }>;
+  inflict(
+    location: string,
+  ): Promise<{ destructive: boolean; storeOptions?: JsonObject; release?: () => Promise<void> }>;
 }

@@ -1,6 +1,6 @@
+import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
-import { spawn } from 'node:child_process';
 import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
 
@@ -10,8 +10,14 @@ async function load<T>(specifier: string): Promise<T> {
   return (await import(specifier)) as T;
 }
 
-type JsonlModule = { openJsonlStore(options: { root: string; fs?: FileSystem } & StoreOptions): Promise<SessionStore> };
-type SqliteModule = { openSqliteStore(options: { path: string; busyTimeoutMs?: number; maxPageCount?: number } & StoreOptions): Promise<SessionStore> };
+type JsonlModule = {
+  openJsonlStore(options: { root: string; fs?: FileSystem } & StoreOptions): Promise<SessionStore>;
+};
+type SqliteModule = {
+  openSqliteStore(
+    options: { path: string; busyTimeoutMs?: number; maxPageCount?: number } & StoreOptions,
+  ): Promise<SessionStore>;
+};
 
 /** `@tidemark/jsonl` as an fs-kind driver (FaultyFs and CrashFs sweeps, real faults). */
 export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
@@ -22,7 +28,12 @@ export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
       const { openJsonlStore } = await load<JsonlModule>('@tidemark/jsonl');
       return openJsonlStore({ ...options, root, fs });
     },
-    real: { location: 'dir', module: '@tidemark/jsonl', factory: 'openJsonlStore', options: (root) => ({ root }) },
+    real: {
+      location: 'dir',
+      module: '@tidemark/jsonl',
+      factory: 'openJsonlStore',
+      options: (root) => ({ root }),
+    },
   };
 }
 
@@ -66,7 +77,11 @@ export function sqliteRealFaults(): RealFaultCase[] {
     {
       name: 'sqlite: locked by another process',
       async inflict(path) {
-        const child = spawn(process.execPath, [childScriptPath(), JSON.stringify({ mode: 'sqlite-lock', path })], { stdio: ['pipe', 'pipe', 'inherit'] });
+        const child = spawn(
+          process.execPath,
+          [childScriptPath(), JSON.stringify({ mode: 'sqlite-lock', path })],
+          { stdio: ['pipe', 'pipe', 'inherit'] },
+        );
         await new Promise<void>((resolve, reject) => {
           child.stdout.on('data', (chunk: Buffer) => {
             if (chunk.toString().includes('locked')) resolve();
@@ -112,7 +127,12 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
         destroy: () => fsp.rm(dir, { recursive: true, force: true }),
       };
     },
-    real: { location: 'file', module: '@tidemark/sqlite', factory: 'openSqliteStore', options: (path) => ({ path }) },
+    real: {
+      location: 'file',
+      module: '@tidemark/sqlite',
+      factory: 'openSqliteStore',
+      options: (path) => ({ path }),
+    },
     realFaults: sqliteRealFaults(),
   };
 }

@@ -1,7 +1,16 @@
 import { constants } from 'node:os';
 
 /** The errno classes every error sweep injects (SPEC §7.1). */
-export const SWEEP_ERRNOS = ['ENOTDIR', 'EACCES', 'EPERM', 'EIO', 'ENOSPC', 'EROFS', 'EMFILE', 'EISDIR'] as const;
+export const SWEEP_ERRNOS = [
+  'ENOTDIR',
+  'EACCES',
+  'EPERM',
+  'EIO',
+  'ENOSPC',
+  'EROFS',
+  'EMFILE',
+  'EISDIR',
+] as const;
 
 /** One of the injected errno names. */
 export type ErrnoName = (typeof SWEEP_ERRNOS)[number];

@@ -64,7 +64,11 @@ function planMatches(plan: FaultPlan, op: string, path: string | undefined): boo
  * Decides whether the call about to happen meets a fault: pure, so that the counting rules are
  * tested on their own. Advances each plan's count of matching calls.
  */
-export function decideFault(states: PlanState[], op: string, path: string | undefined): FaultPlan | undefined {
+export function decideFault(
+  states: PlanState[],
+  op: string,
+  path: string | undefined,
+): FaultPlan | undefined {
   let hit: FaultPlan | undefined;
   for (const state of states) {
     if (!planMatches(state.plan, op, path)) continue;
@@ -79,7 +83,9 @@ export function decideFault(states: PlanState[], op: string, path: string | unde
 type AnyFunction = (...args: unknown[]) => unknown;
 
 function isHandleLike(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as { close?: unknown }).close === 'function';
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { close?: unknown }).close === 'function'
+  );
 }
 
 function methodNames(target: object): string[] {
@@ -116,7 +122,8 @@ export class FaultyFs {
   private lifted = false;
 
   constructor(
-    private readonly inner: FileSystem,
+    /** The wrapped port, untouched: what the store sees once the fault is lifted. */
+    readonly inner: FileSystem,
     private readonly options: FaultyFsOptions = {},
   ) {
     this.states = (options.plans ?? []).map((plan) => ({ plan, seen: 0 }));
@@ -151,7 +158,12 @@ export class FaultyFs {
     return wrapped;
   }
 
-  private async call(op: string, path: string | undefined, args: unknown[], run: (args: unknown[]) => unknown): Promise<unknown> {
+  private async call(
+    op: string,
+    path: string | undefined,
+    args: unknown[],
+    run: (args: unknown[]) => unknown,
+  ): Promise<unknown> {
     const entry: TraceEntry = { index: this.trace.length, op, path, outcome: 'ok' };
     this.trace.push(entry);
     try {

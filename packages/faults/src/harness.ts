@@ -49,7 +49,10 @@ const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'
  * expect(report.failures).toEqual([]);
  * ```
  */
-export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessDriver[], options: HarnessOptions = {}): Promise<HarnessReport> {
+export async function runFaultHarness(
+  drivers: HarnessDriver | readonly HarnessDriver[],
+  options: HarnessOptions = {},
+): Promise<HarnessReport> {
   const started = new Date();
   const quick = options.quick ?? false;
   const errnos = options.errnos ?? (quick ? QUICK_ERRNOS : SWEEP_ERRNOS);
@@ -59,7 +62,16 @@ export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessD
   const totals: BackendTotals[] = [];
   for (const driver of Array.isArray(drivers) ? drivers : [drivers as HarnessDriver]) {
     const t0 = Date.now();
-    const total: BackendTotals = { backend: driver.name, operationsSwept: 0, runs: 0, crashStates: 0, crashPoints: 0, kills: 0, killAcks: 0, durationMs: 0 };
+    const total: BackendTotals = {
+      backend: driver.name,
+      operationsSwept: 0,
+      runs: 0,
+      crashStates: 0,
+      crashPoints: 0,
+      kills: 0,
+      killAcks: 0,
+      durationMs: 0,
+    };
     if (!skip.has('errors')) {
       if (driver.kind === 'fs') {
         const swept = await errorSweepFs(driver, report, errnos, persistentErrnos, options.progress);
@@ -75,7 +87,12 @@ export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessD
     }
     if (!skip.has('crash')) {
       if (driver.kind === 'fs') {
-        const swept = await crashSweepFs(driver, report, { syncOnly: quick, limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}) }, options.progress);
+        const swept = await crashSweepFs(
+          driver,
+          report,
+          { syncOnly: quick, limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}) },
+          options.progress,
+        );
         total.crashPoints = swept.points;
         total.crashStates = swept.states;
       } else {
@@ -83,7 +100,11 @@ export async function runFaultHarness(drivers: HarnessDriver | readonly HarnessD
       }
     }
     if (!skip.has('real')) {
-      const realOptions: RealFaultOptions = { kills: options.kills ?? (quick ? 20 : 200), ...(options.scratchDir && { scratchDir: options.scratchDir }), ...(options.progress && { progress: options.progress }) };
+      const realOptions: RealFaultOptions = {
+        kills: options.kills ?? (quick ? 20 : 200),
+        ...(options.scratchDir && { scratchDir: options.scratchDir }),
+        ...(options.progress && { progress: options.progress }),
+      };
       const real = await runRealFaults(driver, report, realOptions);
       total.kills = real.kills;
       total.killAcks = real.acks;

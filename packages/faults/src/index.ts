@@ -3,8 +3,12 @@
  * The storage-fault harness of tidemark (SPEC §7): FaultyFs (errno errors, short writes, slow
  * syncs), CrashFs (power loss), error and crash sweeps, real faults, and a report matrix.
  */
+
+export * from './args.js';
+export * from './child-protocol.js';
 export * from './crash-fs.js';
 export * from './driver.js';
+export * from './drivers.js';
 export * from './errno.js';
 export * from './faulty-fs.js';
 export * from './harness.js';
@@ -16,6 +20,3 @@ export * from './report.js';
 export * from './runner.js';
 export * from './sweeps.js';
 export * from './workload.js';
-export * from './drivers.js';
-export * from './args.js';
-export * from './child-protocol.js';

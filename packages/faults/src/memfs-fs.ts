@@ -80,7 +80,11 @@ export function memfsFileSystem(volume: Volume = new Volume()): FileSystem & { v
       // memfs keeps nothing to flush, but a real syncDir fails on a missing path or a file.
       const s = await p.stat(path);
       if (!s.isDirectory()) {
-        const error = new Error(`ENOTDIR: not a directory, open '${path}'`) as Error & { code: string; path: string; syscall: string };
+        const error = new Error(`ENOTDIR: not a directory, open '${path}'`) as Error & {
+          code: string;
+          path: string;
+          syscall: string;
+        };
         error.code = 'ENOTDIR';
         error.path = path;
         error.syscall = 'open';

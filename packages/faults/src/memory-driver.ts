@@ -13,7 +13,12 @@ export function memoryDriver(): EngineHarnessDriver {
     async create() {
       const volume = new MemoryVolume();
       return {
-        open: (inject) => openMemoryStore(inject === undefined ? { volume } : { volume, beforeStorageStep: (operation, id) => inject(operation, id) }),
+        open: (inject) =>
+          openMemoryStore(
+            inject === undefined
+              ? { volume }
+              : { volume, beforeStorageStep: (operation, id) => inject(operation, id) },
+          ),
         async destroy() {
           volume.sessions.clear();
         },

@@ -73,7 +73,11 @@ export interface LogComparison {
  * what follows must be nothing, or (when `allowInDoubt`) exactly one whole in-doubt batch.
  * Pure, so that the rule is tested on its own.
  */
-export function compareLog(model: ModelSession, events: readonly SessionEvent[], allowInDoubt: boolean): LogComparison {
+export function compareLog(
+  model: ModelSession,
+  events: readonly SessionEvent[],
+  allowInDoubt: boolean,
+): LogComparison {
   const loaded = events.map(canonicalEvent);
   let matching = 0;
   while (matching < model.acked.length && loaded[matching] === model.acked[matching]) matching++;
@@ -81,8 +85,11 @@ export function compareLog(model: ModelSession, events: readonly SessionEvent[],
   if (result.lost > 0) return result;
   const extra = loaded.slice(model.acked.length);
   if (extra.length === 0) return result;
-  const whole = allowInDoubt && model.inDoubt.some((batch) => batch.length === extra.length && batch.every((e, i) => e === extra[i]));
-  if (!whole) result.unacknowledged = `${extra.length} event(s) after seq ${model.acked.length - 1} that no acknowledged batch wrote`;
+  const whole =
+    allowInDoubt &&
+    model.inDoubt.some((batch) => batch.length === extra.length && batch.every((e, i) => e === extra[i]));
+  if (!whole)
+    result.unacknowledged = `${extra.length} event(s) after seq ${model.acked.length - 1} that no acknowledged batch wrote`;
   return result;
 }
 

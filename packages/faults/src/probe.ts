@@ -9,7 +9,12 @@ import { workloadEvent } from './workload.js';
  * history. With `destructive` damage (corruption), a typed error is the right answer for data the
  * damage destroyed; without it, successful answers must hold every acknowledged event.
  */
-export async function probeStore(open: () => Promise<SessionStore>, model: WorkloadModel, check: Checker, destructive: boolean): Promise<void> {
+export async function probeStore(
+  open: () => Promise<SessionStore>,
+  model: WorkloadModel,
+  check: Checker,
+  destructive: boolean,
+): Promise<void> {
   const opened = await check.attempt('open under fault', open);
   if (!opened.ok) return;
   const store = opened.value;
@@ -26,10 +31,18 @@ export async function probeStore(open: () => Promise<SessionStore>, model: Workl
     if (session.exists !== 'yes') continue;
     const seq = session.acked.length;
     // Large enough to need new pages or blocks: a full disk or database must refuse it.
-    const big = { ...workloadEvent(session.key, seq, 'user/message'), data: { role: 'user', text: 'y'.repeat(64 * 1024) } };
+    const big = {
+      ...workloadEvent(session.key, seq, 'user/message'),
+      data: { role: 'user', text: 'y'.repeat(64 * 1024) },
+    };
     const events = [big, workloadEvent(session.key, seq + 1, 'turn/end')];
-    const appended = await check.attempt(`append(${session.id}) under fault`, () => store.append(session.id, events));
-    if (appended.ok && !destructive) session.acked.push(...events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data })));
+    const appended = await check.attempt(`append(${session.id}) under fault`, () =>
+      store.append(session.id, events),
+    );
+    if (appended.ok && !destructive)
+      session.acked.push(
+        ...events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data })),
+      );
     break;
   }
   await check.attempt('close', () => store.close());

@@ -33,8 +33,19 @@ export function childScriptPath(): string {
   return existsSync(beside) ? beside : join(here, '..', 'dist', 'child.js');
 }
 
-function startChild(request: ChildRequest, asUser?: { uid: number; gid: number }): { child: ChildProcess; lines: string[]; exited: Promise<number | null>; waitFor(prefix: string): Promise<boolean> } {
-  const child = spawn(process.execPath, [childScriptPath(), JSON.stringify(request)], { stdio: ['pipe', 'pipe', 'pipe'], ...(asUser ?? {}) });
+function startChild(
+  request: ChildRequest,
+  asUser?: { uid: number; gid: number },
+): {
+  child: ChildProcess;
+  lines: string[];
+  exited: Promise<number | null>;
+  waitFor(prefix: string): Promise<boolean>;
+} {
+  const child = spawn(process.execPath, [childScriptPath(), JSON.stringify(request)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(asUser ?? {}),
+  });
   const lines: string[] = [];
   const waiters: { prefix: string; resolve: (ok: boolean) => void }[] = [];
   let buffered = '';
@@ -46,8 +57,9 @@ function startChild(request: ChildRequest, asUser?: { uid: number; gid: number }
       const line = buffered.slice(0, nl);
       buffered = buffered.slice(nl + 1);
       lines.push(line);
-      for (const w of waiters.splice(0)) if (line.startsWith(w.prefix)) w.resolve(true);
-      else waiters.push(w);
+      for (const w of waiters.splice(0))
+        if (line.startsWith(w.prefix)) w.resolve(true);
+        else waiters.push(w);
       nl = buffered.indexOf('\n');
     }
   });
@@ -68,11 +80,17 @@ function startChild(request: ChildRequest, asUser?: { uid: number; gid: number }
     lines,
     exited,
     waitFor: (prefix) =>
-      lines.some((l) => l.startsWith(prefix)) ? Promise.resolve(true) : new Promise<boolean>((resolve) => waiters.push({ prefix, resolve })),
+      lines.some((l) => l.startsWith(prefix))
+        ? Promise.resolve(true)
+        : new Promise<boolean>((resolve) => waiters.push({ prefix, resolve })),
   };
 }
 
-async function openReal(real: RealFaultSupport, location: string, extra: JsonObject = {}): Promise<SessionStore> {
+async function openReal(
+  real: RealFaultSupport,
+  location: string,
+  extra: JsonObject = {},
+): Promise<SessionStore> {
   const mod = (await import(real.module)) as Record<string, (o: JsonObject) => Promise<SessionStore>>;
   const open = mod[real.factory];
   if (typeof open !== 'function') throw new Error(`${real.module} has no export ${real.factory}`);
@@ -98,11 +116,19 @@ async function populate(real: RealFaultSupport, location: string, check: Checker
   return model;
 }
 
-async function reopenAndVerify(real: RealFaultSupport, location: string, model: WorkloadModel, check: Checker): Promise<void> {
+async function reopenAndVerify(
+  real: RealFaultSupport,
+  location: string,
+  model: WorkloadModel,
+  check: Checker,
+): Promise<void> {
   const reopened = await check.attempt('reopen after lift', () => openReal(real, location));
   if (!reopened.ok) {
     check.outcome.lostEvents += model.ackedEvents;
-    check.violation('not-writable', `cannot reopen after the fault was lifted: ${reopened.error?.message ?? ''}`);
+    check.violation(
+      'not-writable',
+      `cannot reopen after the fault was lifted: ${reopened.error?.message ?? ''}`,
+    );
     return;
   }
   await verifyAfterLift(reopened.value, model, check, { crash: false });
@@ -110,7 +136,11 @@ async function reopenAndVerify(real: RealFaultSupport, location: string, model: 
 }
 
 function serialize(model: WorkloadModel): SerializedSession[] {
-  return [...model.sessions.values()].map((s) => ({ key: s.key, ...(s.cwd !== undefined && { cwd: s.cwd }), acked: s.exists === 'yes' ? s.acked : [] }));
+  return [...model.sessions.values()].map((s) => ({
+    key: s.key,
+    ...(s.cwd !== undefined && { cwd: s.cwd }),
+    acked: s.exists === 'yes' ? s.acked : [],
+  }));
 }
 
 /** A damaged-storage case run by the generic flow: populate, inflict, probe, release, verify. */
@@ -151,20 +181,46 @@ function eaccesCase(): InflictedCase {
   };
 }
 
-async function runChildProbe(real: RealFaultSupport, location: string, model: WorkloadModel, destructive: boolean, asUser: { uid: number; gid: number }): Promise<RunOutcome> {
+async function runChildProbe(
+  real: RealFaultSupport,
+  location: string,
+  model: WorkloadModel,
+  destructive: boolean,
+  asUser: { uid: number; gid: number },
+): Promise<RunOutcome> {
   const { lines, exited } = startChild(
-    { mode: 'probe', module: real.module, factory: real.factory, options: real.options(location), model: serialize(model), destructive },
+    {
+      mode: 'probe',
+      module: real.module,
+      factory: real.factory,
+      options: real.options(location),
+      model: serialize(model),
+      destructive,
+    },
     asUser,
   );
   await exited;
   const last = lines.find((line) => line.startsWith('{'));
   if (last === undefined) {
-    return { violations: [{ kind: 'untyped-error', detail: `probe child gave no outcome: ${lines.join(' | ').slice(0, 300)}` }], errorsSurfaced: 0, lostEvents: 0, absences: 0 };
+    return {
+      violations: [
+        { kind: 'untyped-error', detail: `probe child gave no outcome: ${lines.join(' | ').slice(0, 300)}` },
+      ],
+      errorsSurfaced: 0,
+      lostEvents: 0,
+      absences: 0,
+    };
   }
   return JSON.parse(last) as RunOutcome;
 }
 
-async function runInflictedCase(driver: HarnessDriver, real: RealFaultSupport, testCase: InflictedCase, dir: string, report: ReportBuilder): Promise<void> {
+async function runInflictedCase(
+  driver: HarnessDriver,
+  real: RealFaultSupport,
+  testCase: InflictedCase,
+  dir: string,
+  report: ReportBuilder,
+): Promise<void> {
   const location = await newLocation(real, dir);
   const setup = new Checker();
   const model = await populate(real, location, setup);
@@ -193,7 +249,14 @@ async function runInflictedCase(driver: HarnessDriver, real: RealFaultSupport, t
 }
 
 /** SIGKILL of a child writer at random instants; every acknowledged batch must survive each kill. */
-async function killLoop(driver: HarnessDriver, real: RealFaultSupport, dir: string, kills: number, report: ReportBuilder, progress?: Progress): Promise<{ kills: number; acks: number }> {
+async function killLoop(
+  driver: HarnessDriver,
+  real: RealFaultSupport,
+  dir: string,
+  kills: number,
+  report: ReportBuilder,
+  progress?: Progress,
+): Promise<{ kills: number; acks: number }> {
   const location = await newLocation(real, dir);
   const sessions = 3;
   const ackedEnd = new Map<string, number>();
@@ -202,7 +265,13 @@ async function killLoop(driver: HarnessDriver, real: RealFaultSupport, dir: stri
   let done = 0;
   for (let k = 0; k < kills; k++) {
     const check = new Checker();
-    const run = startChild({ mode: 'writer', module: real.module, factory: real.factory, options: real.options(location), sessions });
+    const run = startChild({
+      mode: 'writer',
+      module: real.module,
+      factory: real.factory,
+      options: real.options(location),
+      sessions,
+    });
     const ready = await run.waitFor('ready');
     if (ready) {
       // A random instant inside the append loop: from right after start-up to a few dozen batches in.
@@ -218,9 +287,14 @@ async function killLoop(driver: HarnessDriver, real: RealFaultSupport, dir: stri
         const t = lastTry.get(key!);
         if (t !== undefined) t.acked = true;
         totalAcks++;
-      } else if (word === 'error' || word === 'stderr') check.violation('not-writable', `writer ${k} failed after the previous kill: ${line.slice(0, 300)}`);
+      } else if (word === 'error' || word === 'stderr')
+        check.violation('not-writable', `writer ${k} failed after the previous kill: ${line.slice(0, 300)}`);
     }
-    if (!ready && check.outcome.violations.length === 0) check.violation('not-writable', `writer ${k} never became ready: ${run.lines.join(' | ').slice(0, 300)}`);
+    if (!ready && check.outcome.violations.length === 0)
+      check.violation(
+        'not-writable',
+        `writer ${k} never became ready: ${run.lines.join(' | ').slice(0, 300)}`,
+      );
     const opened = await check.attempt('open after kill', () => openReal(real, location));
     if (opened.ok) {
       for (let i = 0; i < sessions; i++) {
@@ -229,24 +303,39 @@ async function killLoop(driver: HarnessDriver, real: RealFaultSupport, dir: stri
         if (acked === 0) continue;
         const id = sessionId(key);
         const has = await check.attempt(`has(${id})`, () => opened.value.has(id));
-        if (has.ok && !has.value) check.violation('false-absence', `has(${id}) = false after kill ${k}, with ${acked} events acknowledged`);
+        if (has.ok && !has.value)
+          check.violation(
+            'false-absence',
+            `has(${id}) = false after kill ${k}, with ${acked} events acknowledged`,
+          );
         const loaded = await check.attempt(`load(${id})`, () => opened.value.load(id));
         if (!loaded.ok) {
           check.outcome.lostEvents += acked;
-          check.violation(loaded.error?.code === 'NOT_FOUND' ? 'false-absence' : 'lost-event', `load(${id}) after kill ${k}: ${loaded.error?.code ?? 'untyped'} ${loaded.error?.message ?? ''}`);
+          check.violation(
+            loaded.error?.code === 'NOT_FOUND' ? 'false-absence' : 'lost-event',
+            `load(${id}) after kill ${k}: ${loaded.error?.code ?? 'untyped'} ${loaded.error?.message ?? ''}`,
+          );
           continue;
         }
         const events = loaded.value.events.map(canonicalEvent);
         let good = 0;
-        while (good < acked && events[good] === canonicalEvent(workloadEvent(key, good, killEventType(good)))) good++;
+        while (good < acked && events[good] === canonicalEvent(workloadEvent(key, good, killEventType(good))))
+          good++;
         if (good < acked) {
           check.outcome.lostEvents += acked - good;
-          check.violation('lost-event', `${id}: ${acked - good} acknowledged event(s) missing after kill ${k}`);
+          check.violation(
+            'lost-event',
+            `${id}: ${acked - good} acknowledged event(s) missing after kill ${k}`,
+          );
         }
         const t = lastTry.get(key);
         const allowedExtra = t !== undefined && !t.acked && t.from === acked ? t.count : 0;
         const extra = events.length - acked;
-        if (extra !== 0 && extra !== allowedExtra) check.violation('unacknowledged-visible', `${id}: ${extra} event(s) beyond the ${acked} acknowledged after kill ${k} (a whole in-flight batch is ${allowedExtra})`);
+        if (extra !== 0 && extra !== allowedExtra)
+          check.violation(
+            'unacknowledged-visible',
+            `${id}: ${extra} event(s) beyond the ${acked} acknowledged after kill ${k} (a whole in-flight batch is ${allowedExtra})`,
+          );
         if (extra > 0) ackedEnd.set(key, events.length); // the next writer continues after it
         if (t !== undefined && extra > 0) t.acked = true;
       }
@@ -263,7 +352,11 @@ async function killLoop(driver: HarnessDriver, real: RealFaultSupport, dir: stri
  * with an unprivileged uid (EACCES), SIGKILL of a child writer, and the driver's own cases
  * (corruption, truncation, locks, a full database). Child processes run the built `dist`.
  */
-export async function runRealFaults(driver: HarnessDriver, report: ReportBuilder, options: RealFaultOptions): Promise<{ kills: number; acks: number }> {
+export async function runRealFaults(
+  driver: HarnessDriver,
+  report: ReportBuilder,
+  options: RealFaultOptions,
+): Promise<{ kills: number; acks: number }> {
   const real = driver.real;
   if (real === undefined) {
     report.notApplicable(driver.name, 'real faults', 'driver has no real-disk support');
@@ -277,13 +370,24 @@ export async function runRealFaults(driver: HarnessDriver, report: ReportBuilder
   // The EACCES child must reach its case directory to be refused there, not above it.
   await fsp.chmod(scratch, 0o755);
   try {
-    const cases: InflictedCase[] = [enotdirCase(), ...(process.getuid?.() === 0 ? [eaccesCase()] : []), ...(driver.realFaults ?? [])];
+    const cases: InflictedCase[] = [
+      enotdirCase(),
+      ...(process.getuid?.() === 0 ? [eaccesCase()] : []),
+      ...(driver.realFaults ?? []),
+    ];
     let n = 0;
     for (const testCase of cases) {
       await runInflictedCase(driver, real, testCase, join(scratch, `${driver.name}-case-${n++}`), report);
       options.progress?.(`${driver.name} real faults`, n, cases.length);
     }
-    return await killLoop(driver, real, join(scratch, `${driver.name}-kill`), options.kills, report, options.progress);
+    return await killLoop(
+      driver,
+      real,
+      join(scratch, `${driver.name}-kill`),
+      options.kills,
+      report,
+      options.progress,
+    );
   } finally {
     if (options.scratchDir === undefined) await fsp.rm(scratch, { recursive: true, force: true });
   }

@@ -1,5 +1,5 @@
-import type { RunOutcome } from './runner.js';
 import type { Violation } from './model.js';
+import type { RunOutcome } from './runner.js';
 
 /** One cell of the matrix: a fault class on one backend. */
 export interface ReportCell {
@@ -85,7 +85,18 @@ export class ReportBuilder {
     const key = `${backend}\0${faultClass}`;
     let cell = this.cells.get(key);
     if (cell === undefined) {
-      cell = { backend, faultClass, runs: 0, faultsInjected: 0, errorsSurfaced: 0, absences: 0, lostEvents: 0, violations: 0, status: 'pass', examples: [] };
+      cell = {
+        backend,
+        faultClass,
+        runs: 0,
+        faultsInjected: 0,
+        errorsSurfaced: 0,
+        absences: 0,
+        lostEvents: 0,
+        violations: 0,
+        status: 'pass',
+        examples: [],
+      };
       this.cells.set(key, cell);
     }
     return cell;
@@ -107,9 +118,11 @@ export class ReportBuilder {
     cell.violations += outcome.violations.length;
     if (outcome.violations.length > 0) cell.status = 'fail';
     for (const violation of outcome.violations) {
-      if (cell.examples.length < MAX_EXAMPLES) cell.examples.push(`${fault}: ${violation.kind}: ${violation.detail}`);
+      if (cell.examples.length < MAX_EXAMPLES)
+        cell.examples.push(`${fault}: ${violation.kind}: ${violation.detail}`);
       this.failureCount++;
-      if (this.failures.length < MAX_FAILURES) this.failures.push({ ...violation, backend, faultClass, fault });
+      if (this.failures.length < MAX_FAILURES)
+        this.failures.push({ ...violation, backend, faultClass, fault });
     }
   }
 
@@ -130,33 +143,91 @@ export class ReportBuilder {
 
 function table(headers: string[], rows: string[][]): string[] {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
 }
 
-const CELL_HEADERS = ['fault class', 'backend', 'runs', 'injected', 'errors', 'absences', 'lost', 'violations', 'result'];
+const CELL_HEADERS = [
+  'fault class',
+  'backend',
+  'runs',
+  'injected',
+  'errors',
+  'absences',
+  'lost',
+  'violations',
+  'result',
+];
 
 function cellRow(cell: ReportCell): string[] {
-  const result = cell.status === 'n/a' ? `n/a${cell.note ? ` (${cell.note})` : ''}` : cell.status === 'pass' ? 'PASS' : 'FAIL';
-  return [cell.faultClass, cell.backend, String(cell.runs), String(cell.faultsInjected), String(cell.errorsSurfaced), String(cell.absences), String(cell.lostEvents), String(cell.violations), result];
+  const result =
+    cell.status === 'n/a'
+      ? `n/a${cell.note ? ` (${cell.note})` : ''}`
+      : cell.status === 'pass'
+        ? 'PASS'
+        : 'FAIL';
+  return [
+    cell.faultClass,
+    cell.backend,
+    String(cell.runs),
+    String(cell.faultsInjected),
+    String(cell.errorsSurfaced),
+    String(cell.absences),
+    String(cell.lostEvents),
+    String(cell.violations),
+    result,
+  ];
 }
 
 function totalsRows(report: HarnessReport): string[][] {
-  return report.totals.map((t) => [t.backend, String(t.operationsSwept), String(t.runs), String(t.crashPoints), String(t.crashStates), String(t.kills), String(t.killAcks), `${(t.durationMs / 1000).toFixed(1)} s`]);
+  return report.totals.map((t) => [
+    t.backend,
+    String(t.operationsSwept),
+    String(t.runs),
+    String(t.crashPoints),
+    String(t.crashStates),
+    String(t.kills),
+    String(t.killAcks),
+    `${(t.durationMs / 1000).toFixed(1)} s`,
+  ]);
 }
-const TOTAL_HEADERS = ['backend', 'ops swept', 'runs', 'crash points', 'crash states', 'kills', 'kill acks', 'time'];
+const TOTAL_HEADERS = [
+  'backend',
+  'ops swept',
+  'runs',
+  'crash points',
+  'crash states',
+  'kills',
+  'kill acks',
+  'time',
+];
 
 /** The matrix and totals as a plain-text table for a terminal. */
 export function formatReportTable(report: HarnessReport): string {
-  const lines = [...table(CELL_HEADERS, report.cells.map(cellRow)), '', ...table(TOTAL_HEADERS, totalsRows(report)), ''];
-  lines.push(`${report.passed ? 'PASS' : 'FAIL'}: ${report.failureCount} violation(s) in ${(report.durationMs / 1000).toFixed(1)} s${report.quick ? ' (quick)' : ''}`);
-  for (const failure of report.failures.slice(0, 10)) lines.push(`  ${failure.backend} / ${failure.faultClass} / ${failure.fault}: ${failure.kind}: ${failure.detail}`);
+  const lines = [
+    ...table(CELL_HEADERS, report.cells.map(cellRow)),
+    '',
+    ...table(TOTAL_HEADERS, totalsRows(report)),
+    '',
+  ];
+  lines.push(
+    `${report.passed ? 'PASS' : 'FAIL'}: ${report.failureCount} violation(s) in ${(report.durationMs / 1000).toFixed(1)} s${report.quick ? ' (quick)' : ''}`,
+  );
+  for (const failure of report.failures.slice(0, 10))
+    lines.push(
+      `  ${failure.backend} / ${failure.faultClass} / ${failure.fault}: ${failure.kind}: ${failure.detail}`,
+    );
   return lines.join('\n');
 }
 
 /** The report as Markdown (`harness-report.md`). */
 export function formatReportMarkdown(report: HarnessReport): string {
-  const md = (headers: string[], rows: string[][]) => [`| ${headers.join(' | ')} |`, `|${headers.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)];
+  const md = (headers: string[], rows: string[][]) => [
+    `| ${headers.join(' | ')} |`,
+    `|${headers.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+  ];
   const out = [
     '# tidemark fault harness report',
     '',
@@ -172,7 +243,8 @@ export function formatReportMarkdown(report: HarnessReport): string {
   ];
   if (report.failures.length > 0) {
     out.push('', '## Violations (first 50)', '');
-    for (const f of report.failures.slice(0, 50)) out.push(`- ${f.backend} / ${f.faultClass} / ${f.fault}: **${f.kind}** ${f.detail}`);
+    for (const f of report.failures.slice(0, 50))
+      out.push(`- ${f.backend} / ${f.faultClass} / ${f.fault}: **${f.kind}** ${f.detail}`);
   }
   return `${out.join('\n')}\n`;
 }

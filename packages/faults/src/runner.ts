@@ -1,6 +1,12 @@
 import { isTidemarkError, type SessionStore, type TidemarkError } from '@tidemark/core';
-import { compareLog, type ModelSession, type Violation, WorkloadModel } from './model.js';
-import { AGENT_WORKLOAD, canonicalEvent, WORKLOAD_CWDS, type WorkloadStep, workloadEvent } from './workload.js';
+import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
+import {
+  AGENT_WORKLOAD,
+  canonicalEvent,
+  WORKLOAD_CWDS,
+  type WorkloadStep,
+  workloadEvent,
+} from './workload.js';
 
 /** What one run observed. */
 export interface RunOutcome {
@@ -51,7 +57,8 @@ export class Checker {
       if (isTidemarkError(error)) {
         // NOT_FOUND is how true absence answers; the model decides whether it was true.
         if (error.code !== 'NOT_FOUND') this.outcome.errorsSurfaced++;
-        if (process.env.TIDEMARK_HARNESS_TRACE) console.error('[typed]', what, error.code, error.errno, error.message.slice(0, 120));
+        if (process.env.TIDEMARK_HARNESS_TRACE)
+          console.error('[typed]', what, error.code, error.errno, error.message.slice(0, 120));
         return { ok: false, error };
       }
       const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
@@ -62,13 +69,19 @@ export class Checker {
 
   /** Checks a has() answer against the model. */
   has(session: ModelSession, present: boolean, allowResurrection = false): void {
-    if (!present && session.exists === 'yes') this.violation('false-absence', `has(${session.id}) = false for an existing session`);
+    if (!present && session.exists === 'yes')
+      this.violation('false-absence', `has(${session.id}) = false for an existing session`);
     if (present && session.exists === 'no' && !(allowResurrection && session.deleted === 'yes'))
       this.violation('phantom', `has(${session.id}) = true for a session that does not exist`);
   }
 
   /** Checks a load() outcome against the model; returns the acknowledged events missing. */
-  load(session: ModelSession, result: Attempt<{ events: import('@tidemark/core').SessionEvent[] }>, allowInDoubt: boolean, allowResurrection = false): number {
+  load(
+    session: ModelSession,
+    result: Attempt<{ events: import('@tidemark/core').SessionEvent[] }>,
+    allowInDoubt: boolean,
+    allowResurrection = false,
+  ): number {
     if (!result.ok) {
       if (result.error?.code === 'NOT_FOUND' && session.exists === 'yes')
         this.violation('false-absence', `load(${session.id}) said NOT_FOUND for an existing session`);
@@ -81,9 +94,13 @@ export class Checker {
     const comparison = compareLog(session, result.value.events, allowInDoubt);
     if (comparison.lost > 0) {
       this.outcome.lostEvents += comparison.lost;
-      this.violation('lost-event', `load(${session.id}): ${comparison.lost} acknowledged event(s) missing or changed`);
+      this.violation(
+        'lost-event',
+        `load(${session.id}): ${comparison.lost} acknowledged event(s) missing or changed`,
+      );
     }
-    if (comparison.unacknowledged !== undefined) this.violation('unacknowledged-visible', `load(${session.id}): ${comparison.unacknowledged}`);
+    if (comparison.unacknowledged !== undefined)
+      this.violation('unacknowledged-visible', `load(${session.id}): ${comparison.unacknowledged}`);
     return comparison.lost;
   }
 }
@@ -96,18 +113,27 @@ function cwdMatches(session: ModelSession, cwd: string | undefined): boolean {
  * Runs the agent workload against `store`, updating `model` with what was acknowledged and
  * checking every answer for false absence and untyped errors as it goes.
  */
-export async function runWorkload(store: SessionStore, model: WorkloadModel, check: Checker, options: WorkloadRunOptions): Promise<void> {
+export async function runWorkload(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: WorkloadRunOptions,
+): Promise<void> {
   for (const step of options.steps ?? AGENT_WORKLOAD) {
     options.onStep?.(step);
     if (step.kind === 'list') {
-      const page = await check.attempt('list', () => store.list(step.cwd === undefined ? {} : { cwd: step.cwd }));
+      const page = await check.attempt('list', () =>
+        store.list(step.cwd === undefined ? {} : { cwd: step.cwd }),
+      );
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
       continue;
     }
     const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
     switch (step.kind) {
       case 'create': {
-        const created = await check.attempt(`create(${session.id})`, () => store.create({ id: session.id, ...step.init }));
+        const created = await check.attempt(`create(${session.id})`, () =>
+          store.create({ id: session.id, ...step.init }),
+        );
         if (created.ok) session.created = true;
         break;
       }
@@ -115,7 +141,9 @@ export async function runWorkload(store: SessionStore, model: WorkloadModel, che
         await appendWithRetry(store, session, step.types, check, options);
         break;
       case 'update': {
-        const updated = await check.attempt(`update(${session.id})`, () => store.update(session.id, step.patch));
+        const updated = await check.attempt(`update(${session.id})`, () =>
+          store.update(session.id, step.patch),
+        );
         if (!updated.ok && updated.error?.code === 'NOT_FOUND' && session.exists === 'yes')
           check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
         break;
@@ -137,7 +165,8 @@ export async function runWorkload(store: SessionStore, model: WorkloadModel, che
           session.deleted = 'yes';
           session.created = false;
         } else if (deleted.error?.code === 'NOT_FOUND') {
-          if (existed === 'yes') check.violation('false-absence', `delete(${session.id}) said NOT_FOUND for an existing session`);
+          if (existed === 'yes')
+            check.violation('false-absence', `delete(${session.id}) said NOT_FOUND for an existing session`);
         } else if (existed !== 'no' || session.created) {
           session.deleted = 'maybe';
         }
@@ -168,13 +197,17 @@ async function appendWithRetry(
       return;
     }
     if (result.error?.code === 'NOT_FOUND') {
-      if (session.exists === 'yes') check.violation('false-absence', `append(${session.id}) said NOT_FOUND for an existing session`);
+      if (session.exists === 'yes')
+        check.violation('false-absence', `append(${session.id}) said NOT_FOUND for an existing session`);
       if (!session.created) return; // neither created nor stored: NOT_FOUND is the truth
     }
-    if (!session.inDoubt.some((b) => b.length === batch.length && b.every((e, i) => e === batch[i]))) session.inDoubt.push(batch);
+    if (!session.inDoubt.some((b) => b.length === batch.length && b.every((e, i) => e === batch[i])))
+      session.inDoubt.push(batch);
     if (options.checkFailedAppend && attempt === 0) {
       // SPEC §4: a failed append leaves the log as it was. The fault is spent, so look now.
-      const loaded = await check.attempt(`load(${session.id}) after a failed append`, () => store.load(session.id));
+      const loaded = await check.attempt(`load(${session.id}) after a failed append`, () =>
+        store.load(session.id),
+      );
       check.load(session, loaded, false);
     }
   }
@@ -194,7 +227,8 @@ export function checkList(
   for (const session of model.sessions.values()) {
     if (!cwdMatches(session, cwd)) continue;
     if (session.exists === 'yes' && !listed.has(session.id)) {
-      if (!problems.has(session.id)) check.violation('false-absence', `list(${cwd ?? ''}) left out existing session ${session.id}`);
+      if (!problems.has(session.id))
+        check.violation('false-absence', `list(${cwd ?? ''}) left out existing session ${session.id}`);
       else if (afterLift) {
         check.outcome.lostEvents += session.acked.length;
         check.violation('lost-event', `list() reports ${session.id} as a problem after the fault was lifted`);
@@ -220,7 +254,12 @@ export interface VerifyOptions {
  * batch present byte for byte, nothing unacknowledged presented, no false absence, and the store
  * takes the next append.
  */
-export async function verifyAfterLift(store: SessionStore, model: WorkloadModel, check: Checker, options: VerifyOptions): Promise<void> {
+export async function verifyAfterLift(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: VerifyOptions,
+): Promise<void> {
   const allowInDoubt = true;
   let writableKey: { session: ModelSession; nextSeq: number } | undefined;
   for (const session of model.sessions.values()) {
@@ -229,33 +268,59 @@ export async function verifyAfterLift(store: SessionStore, model: WorkloadModel,
     if (has.ok) check.has(session, has.value, options.crash);
     else if (session.exists === 'yes') {
       check.outcome.lostEvents += session.acked.length;
-      check.violation('lost-event', `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`);
+      check.violation(
+        'lost-event',
+        `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`,
+      );
     }
     const loaded = await check.attempt(`load(${session.id}) after lift`, () => store.load(session.id));
     if (!loaded.ok && loaded.error?.code !== 'NOT_FOUND' && session.exists === 'yes') {
       check.outcome.lostEvents += session.acked.length;
-      check.violation('lost-event', `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`);
+      check.violation(
+        'lost-event',
+        `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`,
+      );
       continue;
     }
     // After the fault is lifted, an existing session that reads as absent has lost every event.
     if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
     check.load(session, loaded, allowInDoubt, options.crash);
-    if (loaded.ok && session.exists !== 'no' && writableKey === undefined) writableKey = { session, nextSeq: loaded.value.events.length };
+    if (loaded.ok && session.exists !== 'no' && writableKey === undefined)
+      writableKey = { session, nextSeq: loaded.value.events.length };
   }
   const page = await check.attempt('list after lift', () => store.list());
   if (page.ok) checkList(check, model, page.value, undefined, true, options.crash);
-  else check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
+  else
+    check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
   // The store accepts the next append: on an existing session and on a new one.
   if (writableKey !== undefined) {
     const { session, nextSeq } = writableKey;
-    const events = [workloadEvent(session.key, nextSeq, 'user/message'), workloadEvent(session.key, nextSeq + 1, 'turn/end')];
-    const appended = await check.attempt(`append(${session.id}) after lift`, () => store.append(session.id, events));
-    if (!appended.ok) check.violation('not-writable', `append(${session.id}) at seq ${nextSeq} fails after the fault was lifted: ${appended.error?.message ?? ''}`);
+    const events = [
+      workloadEvent(session.key, nextSeq, 'user/message'),
+      workloadEvent(session.key, nextSeq + 1, 'turn/end'),
+    ];
+    const appended = await check.attempt(`append(${session.id}) after lift`, () =>
+      store.append(session.id, events),
+    );
+    if (!appended.ok)
+      check.violation(
+        'not-writable',
+        `append(${session.id}) at seq ${nextSeq} fails after the fault was lifted: ${appended.error?.message ?? ''}`,
+      );
   }
   const fresh = `sess-after-${model.sessions.size}`;
   const created = await check.attempt('create after lift', () => store.create({ id: fresh }));
   const appended = created.ok
-    ? await check.attempt('append after lift', () => store.append(fresh, [workloadEvent('after', 0, 'user/message'), workloadEvent('after', 1, 'turn/end')]))
+    ? await check.attempt('append after lift', () =>
+        store.append(fresh, [
+          workloadEvent('after', 0, 'user/message'),
+          workloadEvent('after', 1, 'turn/end'),
+        ]),
+      )
     : created;
-  if (!appended.ok) check.violation('not-writable', `a new session cannot be written after the fault was lifted: ${appended.error?.message ?? ''}`);
+  if (!appended.ok)
+    check.violation(
+      'not-writable',
+      `a new session cannot be written after the fault was lifted: ${appended.error?.message ?? ''}`,
+    );
 }

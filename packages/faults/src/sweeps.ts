@@ -1,5 +1,11 @@
 import type { FileSystem, SessionStore } from '@tidemark/core';
-import { CrashFs, type CrashPoint, type CrashStateLimits, enumerateCrashStates, materialize } from './crash-fs.js';
+import {
+  CrashFs,
+  type CrashPoint,
+  type CrashStateLimits,
+  enumerateCrashStates,
+  materialize,
+} from './crash-fs.js';
 import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
 import { type ErrnoName, makeErrnoError } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
@@ -43,7 +49,8 @@ export function planErrorSweep(
   ops.forEach((op, i) => {
     for (const errno of errnos) faults.push({ at: i + 1, errno, mode: 'once' });
     for (const errno of persistentErrnos) faults.push({ at: i + 1, errno, mode: 'persistent' });
-    if (shortWrites && op === 'write') faults.push({ at: i + 1, errno: 'ENOSPC', mode: 'once', shortWrite: true });
+    if (shortWrites && op === 'write')
+      faults.push({ at: i + 1, errno: 'ENOSPC', mode: 'once', shortWrite: true });
   });
   return faults;
 }
@@ -53,7 +60,11 @@ async function closeQuietly(check: Checker, store: SessionStore): Promise<void> 
 }
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
-export async function runFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], steps?: readonly WorkloadStep[]) {
+export async function runFsOnce(
+  driver: FsHarnessDriver,
+  plans: FaultPlan[],
+  steps?: readonly WorkloadStep[],
+) {
   const base = memfsFileSystem();
   await base.mkdir(SWEEP_ROOT, { recursive: true });
   const faulty = new FaultyFs(base, { plans });
@@ -62,7 +73,10 @@ export async function runFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], ste
   const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
   const opened = await check.attempt('open', () => driver.open({ fs: faulty.fs, root: SWEEP_ROOT }));
   if (opened.ok) {
-    await runWorkload(opened.value, model, check, { checkFailedAppend: once && plans.length > 0, ...(steps && { steps }) });
+    await runWorkload(opened.value, model, check, {
+      checkFailedAppend: once && plans.length > 0,
+      ...(steps && { steps }),
+    });
     await closeQuietly(check, opened.value);
   }
   faulty.lift();
@@ -70,11 +84,19 @@ export async function runFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], ste
   return { check, trace: faulty.trace, injected: faulty.injected };
 }
 
-async function reopenAndVerify(open: () => Promise<SessionStore>, model: WorkloadModel, check: Checker, crash: boolean): Promise<void> {
+async function reopenAndVerify(
+  open: () => Promise<SessionStore>,
+  model: WorkloadModel,
+  check: Checker,
+  crash: boolean,
+): Promise<void> {
   const reopened = await check.attempt('reopen after lift', open);
   if (!reopened.ok) {
     check.outcome.lostEvents += model.ackedEvents;
-    check.violation('not-writable', `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`);
+    check.violation(
+      'not-writable',
+      `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`,
+    );
     return;
   }
   await verifyAfterLift(reopened.value, model, check, { crash });
@@ -96,7 +118,12 @@ export async function errorSweepFs(
   let done = 0;
   for (const fault of faults) {
     if (report.enough) break;
-    const plan: FaultPlan = { at: fault.at, errno: fault.errno, mode: fault.mode, ...(fault.shortWrite && { kind: 'short-write' as const }) };
+    const plan: FaultPlan = {
+      at: fault.at,
+      errno: fault.errno,
+      mode: fault.mode,
+      ...(fault.shortWrite && { kind: 'short-write' as const }),
+    };
     const run = await runFsOnce(driver, [plan]);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
@@ -127,7 +154,9 @@ export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFau
   try {
     const opened = await check.attempt('open', () => storage.open(inject));
     if (opened.ok) {
-      await runWorkload(opened.value, model, check, { checkFailedAppend: fault !== undefined && fault.mode === 'once' });
+      await runWorkload(opened.value, model, check, {
+        checkFailedAppend: fault !== undefined && fault.mode === 'once',
+      });
       await closeQuietly(check, opened.value);
     }
     lifted = true;
@@ -161,7 +190,19 @@ export async function errorSweepEngine(
 }
 
 /** Operations after which the crash states can differ from those after the previous operation. */
-const MUTATING_OPS: ReadonlySet<string> = new Set(['open', 'write', 'truncate', 'datasync', 'sync', 'syncDir', 'link', 'rename', 'unlink', 'mkdir', 'rmdir']);
+const MUTATING_OPS: ReadonlySet<string> = new Set([
+  'open',
+  'write',
+  'truncate',
+  'datasync',
+  'sync',
+  'syncDir',
+  'link',
+  'rename',
+  'unlink',
+  'mkdir',
+  'rmdir',
+]);
 
 interface RecordedCrash {
   point: CrashPoint;
@@ -186,7 +227,8 @@ export async function crashSweepFs(
   let currentStep: WorkloadStep | undefined;
   const crashFs: CrashFs = new CrashFs((_index, op) => {
     // Reads leave the disk as it was: a crash after one is the crash after the previous change.
-    if (!recording || !MUTATING_OPS.has(op) || (options.syncOnly && !SYNC_OPS.has(op) && op !== 'write')) return;
+    if (!recording || !MUTATING_OPS.has(op) || (options.syncOnly && !SYNC_OPS.has(op) && op !== 'write'))
+      return;
     const snapshot = model.clone();
     if (inflight !== undefined) snapshot.session(inflight.key).inDoubt.push(inflight.batch);
     if (currentStep?.kind === 'delete') {
@@ -221,8 +263,19 @@ export async function crashSweepFs(
     for (const state of enumerateCrashStates(point, options.limits)) {
       const fs: FileSystem = materialize(state);
       const stateCheck = new Checker();
-      await reopenAndVerify(() => driver.open({ fs, root: SWEEP_ROOT }), pointModel.clone(), stateCheck, true);
-      report.add(driver.name, 'crash (power loss)', `crash after op ${point.afterOp} (${point.op}), ${state.label}`, stateCheck.outcome, true);
+      await reopenAndVerify(
+        () => driver.open({ fs, root: SWEEP_ROOT }),
+        pointModel.clone(),
+        stateCheck,
+        true,
+      );
+      report.add(
+        driver.name,
+        'crash (power loss)',
+        `crash after op ${point.afterOp} (${point.op}), ${state.label}`,
+        stateCheck.outcome,
+        true,
+      );
       states++;
     }
     progress?.(`${driver.name} crash sweep`, ++done, recorded.length);

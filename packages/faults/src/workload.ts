@@ -16,7 +16,12 @@ export function sessionId(key: string): string {
 }
 
 /** cwd of each session, so that `list({ cwd })` is exercised. */
-export const WORKLOAD_CWDS: Record<string, string | undefined> = { a: '/work/proj-a', b: '/work/proj-b', c: undefined, z: '/work/proj-a' };
+export const WORKLOAD_CWDS: Record<string, string | undefined> = {
+  a: '/work/proj-a',
+  b: '/work/proj-b',
+  c: undefined,
+  z: '/work/proj-a',
+};
 
 /**
  * A small agent workload (ACE/CrashMonkey: most crash bugs need three operations or fewer): three
@@ -57,7 +62,11 @@ export function workloadEvent(key: string, seq: number, type: string): SessionEv
       data = { role: 'user', text: `request ${seq} in ${key}: run the tests and fix what fails` };
       break;
     case 'tool/call':
-      data = { tool: 'bash', input: { command: `npm test -- --filter=${key}${seq}` }, callId: `call-${key}-${seq}` };
+      data = {
+        tool: 'bash',
+        input: { command: `npm test -- --filter=${key}${seq}` },
+        callId: `call-${key}-${seq}`,
+      };
       break;
     case 'tool/result':
       data = { callId: `call-${key}-${seq - 1}`, exitCode: seq % 2, output: 'x'.repeat(40 + seq) };

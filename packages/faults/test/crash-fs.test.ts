@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CrashFs, contentVariants, cutOffsets, dirOpSubsets, enumerateCrashStates, materialize } from '../src/index.js';
+import {
+  CrashFs,
+  contentVariants,
+  cutOffsets,
+  dirOpSubsets,
+  enumerateCrashStates,
+  materialize,
+} from '../src/index.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const dec = (b: Uint8Array | undefined) => (b === undefined ? undefined : new TextDecoder().decode(b));
@@ -43,7 +50,8 @@ describe('CrashFs', () => {
     expect(states.some((s) => !s.files.has('/d/new'))).toBe(true);
     expect(states.some((s) => dec(s.files.get('/d/new')) === 'data\n')).toBe(true);
     await fs.syncDir('/d');
-    for (const state of enumerateCrashStates(fs.crashPoint())) expect(dec(state.files.get('/d/new'))).toBe('data\n');
+    for (const state of enumerateCrashStates(fs.crashPoint()))
+      expect(dec(state.files.get('/d/new'))).toBe('data\n');
   });
 
   it('models an unsynced rename as lost or kept, never both names gone', async () => {
@@ -64,7 +72,8 @@ describe('CrashFs', () => {
     const states = enumerateCrashStates(fs.crashPoint());
     expect(states.some((s) => !s.dirs.has('/d/bucket') && !s.files.has('/d/bucket/log'))).toBe(true);
     await fs.syncDir('/d');
-    for (const state of enumerateCrashStates(fs.crashPoint())) expect(dec(state.files.get('/d/bucket/log'))).toBe('a\n');
+    for (const state of enumerateCrashStates(fs.crashPoint()))
+      expect(dec(state.files.get('/d/bucket/log'))).toBe('a\n');
   });
 
   it('keeps a truncate volatile until synced', async () => {
@@ -122,7 +131,10 @@ describe('crash-state enumeration rules', () => {
   });
 
   it('lists durable, whole-prefix, torn and filled contents of a file', () => {
-    const labels = contentVariants({ durable: enc('A'), pending: [{ kind: 'write', position: 1, data: enc('BC') }] }).map((v) => dec(v.bytes));
+    const labels = contentVariants({
+      durable: enc('A'),
+      pending: [{ kind: 'write', position: 1, data: enc('BC') }],
+    }).map((v) => dec(v.bytes));
     expect(labels).toEqual(['A', 'ABC', 'AB', 'A\0\0', expect.any(String)]);
   });
 });

@@ -12,15 +12,35 @@ async function setup(plans: ConstructorParameters<typeof FaultyFs>[1] = {}) {
 describe('decideFault', () => {
   it('fires once at the Nth matching call, or persistently from N on', () => {
     const once = [{ plan: { at: 2 }, seen: 0 }];
-    expect([1, 2, 3, 4].map(() => decideFault(once, 'write', '/x') !== undefined)).toEqual([false, true, false, false]);
+    expect([1, 2, 3, 4].map(() => decideFault(once, 'write', '/x') !== undefined)).toEqual([
+      false,
+      true,
+      false,
+      false,
+    ]);
     const persistent = [{ plan: { at: 2, mode: 'persistent' as const }, seen: 0 }];
-    expect([1, 2, 3, 4].map(() => decideFault(persistent, 'write', '/x') !== undefined)).toEqual([false, true, true, true]);
+    expect([1, 2, 3, 4].map(() => decideFault(persistent, 'write', '/x') !== undefined)).toEqual([
+      false,
+      true,
+      true,
+      true,
+    ]);
   });
 
   it('counts only calls that match the operation and path filters', () => {
     const states = [{ plan: { at: 2, ops: ['datasync'], path: /\.jsonl$/ }, seen: 0 }];
-    const calls: [string, string][] = [['datasync', '/a.jsonl'], ['write', '/a.jsonl'], ['datasync', '/a.json'], ['datasync', '/b.jsonl']];
-    expect(calls.map(([op, path]) => decideFault(states, op, path) !== undefined)).toEqual([false, false, false, true]);
+    const calls: [string, string][] = [
+      ['datasync', '/a.jsonl'],
+      ['write', '/a.jsonl'],
+      ['datasync', '/a.json'],
+      ['datasync', '/b.jsonl'],
+    ];
+    expect(calls.map(([op, path]) => decideFault(states, op, path) !== undefined)).toEqual([
+      false,
+      false,
+      false,
+      true,
+    ]);
   });
 });
 
@@ -39,18 +59,21 @@ describe('FaultyFs', () => {
     expect(faulty.trace).toEqual([]);
   });
 
-  it.each(SWEEP_ERRNOS)('injects %s as a real-looking errno error without touching storage', async (errno) => {
-    const { base, faulty } = await setup({ plans: [{ at: 1, ops: ['rename'], errno }] });
-    await base.open('/d/a', 'wx').then((h) => h.close());
-    const error = await faulty.fs.rename('/d/a', '/d/b').catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(Error);
-    expect(error).toMatchObject({ code: errno, syscall: 'rename', path: '/d/a' });
-    expect((error as { errno: number }).errno).toBeLessThan(0);
-    expect(await base.readdir('/d')).toEqual(['a']);
-    expect(faulty.injected).toBe(1);
-    await faulty.fs.rename('/d/a', '/d/b');
-    expect(await base.readdir('/d')).toEqual(['b']);
-  });
+  it.each(SWEEP_ERRNOS)(
+    'injects %s as a real-looking errno error without touching storage',
+    async (errno) => {
+      const { base, faulty } = await setup({ plans: [{ at: 1, ops: ['rename'], errno }] });
+      await base.open('/d/a', 'wx').then((h) => h.close());
+      const error = await faulty.fs.rename('/d/a', '/d/b').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect(error).toMatchObject({ code: errno, syscall: 'rename', path: '/d/a' });
+      expect((error as { errno: number }).errno).toBeLessThan(0);
+      expect(await base.readdir('/d')).toEqual(['a']);
+      expect(faulty.injected).toBe(1);
+      await faulty.fs.rename('/d/a', '/d/b');
+      expect(await base.readdir('/d')).toEqual(['b']);
+    },
+  );
 
   it('makes a short write store part of the buffer, then fail', async () => {
     const { base, faulty } = await setup({ plans: [{ at: 1, ops: ['write'], kind: 'short-write' }] });

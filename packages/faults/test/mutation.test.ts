@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
-import { jsonlDroppingTornLog, jsonlEnotdirAsNotFound, jsonlWithoutDirSync, jsonlWithoutTruncateAfterFailure } from './fixtures/broken-jsonl.js';
+import {
+  jsonlDroppingTornLog,
+  jsonlEnotdirAsNotFound,
+  jsonlWithoutDirSync,
+  jsonlWithoutTruncateAfterFailure,
+} from './fixtures/broken-jsonl.js';
 
 // Each broken variant must be caught in the cell its bug belongs to. The sweeps stop at the first
 // violations to keep the suite lean; the real JSONL store's clean run is in jsonl-harness.test.ts.
@@ -19,13 +24,23 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
   }, 120_000);
 
   it('(b) ENOTDIR turned into "not found": false absence under ENOTDIR', async () => {
-    const report = await runFaultHarness(jsonlEnotdirAsNotFound(), { ...base, skip: ['real', 'crash'], errnos: ['ENOTDIR'], persistentErrnos: [] });
+    const report = await runFaultHarness(jsonlEnotdirAsNotFound(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['ENOTDIR'],
+      persistentErrnos: [],
+    });
     const cell = failing(report, 'ENOTDIR once');
     expect(cell?.absences ?? 0).toBeGreaterThan(0);
   }, 120_000);
 
   it('(c) no truncation after a failed write: a rejected batch stays visible', async () => {
-    const report = await runFaultHarness(jsonlWithoutTruncateAfterFailure(), { ...base, skip: ['real', 'crash'], errnos: ['EIO'], persistentErrnos: [] });
+    const report = await runFaultHarness(jsonlWithoutTruncateAfterFailure(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
     const cells = report.cells.filter((cell) => cell.status === 'fail').map((cell) => cell.faultClass);
     expect(cells.length).toBeGreaterThan(0);
     expect(report.failures.map((f) => f.kind)).toContain('unacknowledged-visible');

@@ -1,31 +1,51 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { childScriptPath, formatReportTable, jsonlDriver, runFaultHarness, sqliteDriver } from '../src/index.js';
+import {
+  childScriptPath,
+  formatReportTable,
+  jsonlDriver,
+  runFaultHarness,
+  sqliteDriver,
+} from '../src/index.js';
 
 // Child processes import built code (`dist`), as the harness does when run after `pnpm build`.
 // Without a build these tests cannot start a child at all, so they are skipped with that reason.
 const distOf = (pkg: string) => fileURLToPath(new URL(`../../${pkg}/dist/index.js`, import.meta.url));
-const built = (...pkgs: string[]) => existsSync(childScriptPath()) && pkgs.every((p) => existsSync(distOf(p)));
+const built = (...pkgs: string[]) =>
+  existsSync(childScriptPath()) && pkgs.every((p) => existsSync(distOf(p)));
 
 describe('real faults on the real disk', () => {
-  it.skipIf(!built('core', 'memory', 'jsonl'))('JSONL: ENOTDIR, EACCES as uid 65534 and SIGKILLs surface errors, never absence or loss', async () => {
-    const report = await runFaultHarness(jsonlDriver(), { skip: ['errors', 'crash'], kills: 8 });
-    if (!report.passed) console.log(formatReportTable(report));
-    expect(report.failures).toEqual([]);
-    const rows = new Map(report.cells.map((c) => [c.faultClass, c]));
-    expect(rows.get('SIGKILL of a writer (real disk)')?.runs).toBe(8);
-    expect(rows.get('ENOTDIR (file as parent, real disk)')?.errorsSurfaced).toBeGreaterThan(0);
-    if (process.getuid?.() === 0) expect(rows.get('EACCES (unprivileged uid, real disk)')?.errorsSurfaced).toBeGreaterThan(0);
-    expect(report.totals[0]?.killAcks).toBeGreaterThan(0);
-  }, 120_000);
+  it.skipIf(!built('core', 'memory', 'jsonl'))(
+    'JSONL: ENOTDIR, EACCES as uid 65534 and SIGKILLs surface errors, never absence or loss',
+    async () => {
+      const report = await runFaultHarness(jsonlDriver(), { skip: ['errors', 'crash'], kills: 8 });
+      if (!report.passed) console.log(formatReportTable(report));
+      expect(report.failures).toEqual([]);
+      const rows = new Map(report.cells.map((c) => [c.faultClass, c]));
+      expect(rows.get('SIGKILL of a writer (real disk)')?.runs).toBe(8);
+      expect(rows.get('ENOTDIR (file as parent, real disk)')?.errorsSurfaced).toBeGreaterThan(0);
+      if (process.getuid?.() === 0)
+        expect(rows.get('EACCES (unprivileged uid, real disk)')?.errorsSurfaced).toBeGreaterThan(0);
+      expect(report.totals[0]?.killAcks).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 
-  it.skipIf(!built('core', 'memory', 'sqlite'))('SQLite: corruption, truncation, a foreign lock and a full database are typed errors', async () => {
-    const report = await runFaultHarness(sqliteDriver(), { skip: ['errors', 'crash'], kills: 4 });
-    if (!report.passed) console.log(formatReportTable(report));
-    expect(report.failures).toEqual([]);
-    for (const row of ['sqlite: locked by another process', 'sqlite: full database (max_page_count)', 'sqlite: truncated file']) {
-      expect(report.cells.find((c) => c.faultClass === row)?.errorsSurfaced).toBeGreaterThan(0);
-    }
-  }, 120_000);
+  it.skipIf(!built('core', 'memory', 'sqlite'))(
+    'SQLite: corruption, truncation, a foreign lock and a full database are typed errors',
+    async () => {
+      const report = await runFaultHarness(sqliteDriver(), { skip: ['errors', 'crash'], kills: 4 });
+      if (!report.passed) console.log(formatReportTable(report));
+      expect(report.failures).toEqual([]);
+      for (const row of [
+        'sqlite: locked by another process',
+        'sqlite: full database (max_page_count)',
+        'sqlite: truncated file',
+      ]) {
+        expect(report.cells.find((c) => c.faultClass === row)?.errorsSurfaced).toBeGreaterThan(0);
+      }
+    },
+    120_000,
+  );
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   AGENT_WORKLOAD,
-  canonicalEvent,
   Checker,
+  canonicalEvent,
   checkList,
   compareLog,
   formatReportMarkdown,
@@ -17,32 +17,67 @@ import {
 
 function sessionWith(acked: number, inDoubt: number[][] = []): ModelSession {
   const session = new ModelSession('a', undefined);
-  session.acked = Array.from({ length: acked }, (_, seq) => canonicalEvent(workloadEvent('a', seq, 'user/message')));
-  session.inDoubt = inDoubt.map((seqs) => seqs.map((seq) => canonicalEvent(workloadEvent('a', seq, 'tool/call'))));
+  session.acked = Array.from({ length: acked }, (_, seq) =>
+    canonicalEvent(workloadEvent('a', seq, 'user/message')),
+  );
+  session.inDoubt = inDoubt.map((seqs) =>
+    seqs.map((seq) => canonicalEvent(workloadEvent('a', seq, 'tool/call'))),
+  );
   return session;
 }
 const events = (specs: [number, string][]) => specs.map(([seq, type]) => workloadEvent('a', seq, type));
 
 describe('compareLog', () => {
   it('accepts exactly the acknowledged events', () => {
-    expect(compareLog(sessionWith(2), events([[0, 'user/message'], [1, 'user/message']]), false)).toEqual({ lost: 0 });
+    expect(
+      compareLog(
+        sessionWith(2),
+        events([
+          [0, 'user/message'],
+          [1, 'user/message'],
+        ]),
+        false,
+      ),
+    ).toEqual({ lost: 0 });
   });
 
   it('counts missing and changed acknowledged events as lost', () => {
     expect(compareLog(sessionWith(3), events([[0, 'user/message']]), true).lost).toBe(2);
-    expect(compareLog(sessionWith(2), events([[0, 'user/message'], [1, 'tool/call']]), true).lost).toBe(1);
+    expect(
+      compareLog(
+        sessionWith(2),
+        events([
+          [0, 'user/message'],
+          [1, 'tool/call'],
+        ]),
+        true,
+      ).lost,
+    ).toBe(1);
   });
 
   it('accepts a whole in-doubt batch after the acknowledged ones only when allowed', () => {
     const session = sessionWith(1, [[1, 2]]);
-    const whole = events([[0, 'user/message'], [1, 'tool/call'], [2, 'tool/call']]);
+    const whole = events([
+      [0, 'user/message'],
+      [1, 'tool/call'],
+      [2, 'tool/call'],
+    ]);
     expect(compareLog(session, whole, true)).toEqual({ lost: 0 });
     expect(compareLog(session, whole, false).unacknowledged).toMatch(/2 event/);
   });
 
   it('rejects part of an in-doubt batch: batches are all-or-nothing', () => {
     const session = sessionWith(1, [[1, 2]]);
-    expect(compareLog(session, events([[0, 'user/message'], [1, 'tool/call']]), true).unacknowledged).toBeDefined();
+    expect(
+      compareLog(
+        session,
+        events([
+          [0, 'user/message'],
+          [1, 'tool/call'],
+        ]),
+        true,
+      ).unacknowledged,
+    ).toBeDefined();
   });
 
   it('reads existence from acknowledgements, doubt and deletes', () => {
@@ -91,7 +126,9 @@ describe('checkList', () => {
 describe('Checker.attempt', () => {
   it('reports a rejection that is not a TidemarkError', async () => {
     const check = new Checker();
-    const result = await check.attempt('has(x)', () => Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })));
+    const result = await check.attempt('has(x)', () =>
+      Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' })),
+    );
     expect(result.ok).toBe(false);
     expect(check.outcome.violations[0]?.kind).toBe('untyped-error');
   });
@@ -101,7 +138,9 @@ describe('planErrorSweep', () => {
   it('plans every operation × errno, once and persistent, plus a short write at each write', () => {
     const plan = planErrorSweep(['open', 'write', 'datasync'], ['EIO', 'ENOSPC'], ['EIO']);
     expect(plan).toHaveLength(3 * 3 + 1);
-    expect(plan.filter((f) => f.shortWrite)).toEqual([{ at: 2, errno: 'ENOSPC', mode: 'once', shortWrite: true }]);
+    expect(plan.filter((f) => f.shortWrite)).toEqual([
+      { at: 2, errno: 'ENOSPC', mode: 'once', shortWrite: true },
+    ]);
     expect(plan.filter((f) => f.mode === 'persistent').map((f) => f.at)).toEqual([1, 2, 3]);
     expect(planErrorSweep(['write'], ['EIO'], [], false)).toHaveLength(1);
   });
@@ -116,7 +155,9 @@ describe('the workload', () => {
   });
 
   it('writes deterministic events, so that another process can check them', () => {
-    expect(canonicalEvent(workloadEvent('a', 3, 'tool/result'))).toBe(canonicalEvent(workloadEvent('a', 3, 'tool/result')));
+    expect(canonicalEvent(workloadEvent('a', 3, 'tool/result'))).toBe(
+      canonicalEvent(workloadEvent('a', 3, 'tool/result')),
+    );
     expect(workloadEvent('a', 3, 'tool/result')).not.toEqual(workloadEvent('b', 3, 'tool/result'));
   });
 });
@@ -124,7 +165,12 @@ describe('the workload', () => {
 describe('parseHarnessArgs', () => {
   it('reads --quick, --backends, --out and --kills', () => {
     expect(parseHarnessArgs([])).toEqual({ quick: false, backends: ['memory', 'jsonl', 'sqlite'], out: '.' });
-    expect(parseHarnessArgs(['--quick', '--backends', 'jsonl', '--out=/tmp/r', '--kills', '5'])).toEqual({ quick: true, backends: ['jsonl'], out: '/tmp/r', kills: 5 });
+    expect(parseHarnessArgs(['--quick', '--backends', 'jsonl', '--out=/tmp/r', '--kills', '5'])).toEqual({
+      quick: true,
+      backends: ['jsonl'],
+      out: '/tmp/r',
+      kills: 5,
+    });
     expect(() => parseHarnessArgs(['--bogus'])).toThrow(/unknown argument/);
     expect(() => parseHarnessArgs(['--out'])).toThrow(/needs a value/);
   });
@@ -133,12 +179,32 @@ describe('parseHarnessArgs', () => {
 describe('ReportBuilder', () => {
   it('fails a cell with any violation and renders the matrix', () => {
     const builder = new ReportBuilder();
-    builder.add('x', 'EIO once', 'op 1', { violations: [], errorsSurfaced: 2, lostEvents: 0, absences: 0 }, true);
-    builder.add('x', 'crash (power loss)', 'state 1', { violations: [{ kind: 'lost-event', detail: 'gone' }], errorsSurfaced: 0, lostEvents: 3, absences: 0 }, true);
+    builder.add(
+      'x',
+      'EIO once',
+      'op 1',
+      { violations: [], errorsSurfaced: 2, lostEvents: 0, absences: 0 },
+      true,
+    );
+    builder.add(
+      'x',
+      'crash (power loss)',
+      'state 1',
+      { violations: [{ kind: 'lost-event', detail: 'gone' }], errorsSurfaced: 0, lostEvents: 3, absences: 0 },
+      true,
+    );
     builder.notApplicable('y', 'real faults', 'no disk');
     const report = builder.build(true, new Date(), []);
     expect(report.passed).toBe(false);
-    expect(report.failures).toEqual([{ kind: 'lost-event', detail: 'gone', backend: 'x', faultClass: 'crash (power loss)', fault: 'state 1' }]);
+    expect(report.failures).toEqual([
+      {
+        kind: 'lost-event',
+        detail: 'gone',
+        backend: 'x',
+        faultClass: 'crash (power loss)',
+        fault: 'state 1',
+      },
+    ]);
     expect(report.cells.map((c) => c.status)).toEqual(['pass', 'fail', 'n/a']);
     expect(formatReportTable(report)).toMatch(/crash \(power loss\)\s+x\s+1\s+1\s+0\s+0\s+3\s+1\s+FAIL/);
     expect(formatReportMarkdown(report)).toContain('| EIO once | x | 1 | 1 | 2 | 0 | 0 | 0 | PASS |');
@@ -147,7 +213,13 @@ describe('ReportBuilder', () => {
   it('stops sweeps once enough violations were found', () => {
     const builder = new ReportBuilder(1);
     expect(builder.enough).toBe(false);
-    builder.add('x', 'c', 'f', { violations: [{ kind: 'phantom', detail: '' }], errorsSurfaced: 0, lostEvents: 0, absences: 0 }, true);
+    builder.add(
+      'x',
+      'c',
+      'f',
+      { violations: [{ kind: 'phantom', detail: '' }], errorsSurfaced: 0, lostEvents: 0, absences: 0 },
+      true,
+    );
     expect(builder.enough).toBe(true);
   });
 });
