@@ -6,8 +6,11 @@
 export { isCorruptionCode, mapSqliteError, type SqliteErrorContext } from './errors.js';
 export {
   quarantineAddress,
+  repairSqliteStore,
   type SqliteProblem,
   type SqliteProblemKind,
+  type SqliteRepairOptions,
+  type SqliteRepairReport,
   type SqliteVerifyReport,
   verifySqliteStore,
 } from './recovery.js';

@@ -1,6 +1,6 @@
 // Taking rows out of a log without destroying them (tail cut), and checking a database file for
 // damage (verify) with the location of each finding, for the CLI's `verify`.
-import { type ErrorLocation, TidemarkError } from '@tidemark/core';
+import { boundaryPredicate, commitStateOf, type ErrorLocation, TidemarkError } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { isCorruptionCode, mapSqliteError, sqliteCodeOf } from './errors.js';
 import { eventRowKey, rowToSummary, type SessionRow } from './rows.js';
@@ -182,4 +182,127 @@ export async function verifySqliteStore(file: string): Promise<SqliteVerifyRepor
     }
   }
   return report;
+}
+
+/** Options of {@link repairSqliteStore}. */
+export interface SqliteRepairOptions {
+  /** Event types that close a unit of work, to recompute commit state (default turn/end, session/end). */
+  boundaryTypes?: readonly string[];
+}
+
+/** What {@link repairSqliteStore} did. */
+export interface SqliteRepairReport {
+  file: string;
+  /** Sessions whose log was cut back to its sound prefix or whose summary was rebuilt. */
+  repaired: { sessionId: string; keptEvents: number; quarantinedEvents: number }[];
+  /** Findings a row-level repair cannot fix (b-tree damage): restore from a backup or `.recover`. */
+  unrepairable: SqliteProblem[];
+  /** The verify report after the repair. */
+  after: SqliteVerifyReport;
+}
+
+/**
+ * Repairs row-level damage found by {@link verifySqliteStore}, destroying nothing: for each session
+ * with a seq gap, unparsable data or a wrong count, the events from the first bad seq on are moved
+ * to the quarantine table (reason `repair`) and the summary is rebuilt from the sound prefix, all
+ * in one transaction. Page-level damage (`integrity`) is reported as unrepairable and left alone.
+ */
+export async function repairSqliteStore(
+  file: string,
+  options: SqliteRepairOptions = {},
+): Promise<SqliteRepairReport> {
+  const before = await verifySqliteStore(file);
+  const unrepairable = before.problems.filter((p) => p.kind === 'integrity');
+  const repaired: SqliteRepairReport['repaired'] = [];
+  const targets = new Set(
+    before.problems
+      .filter((p) => p.kind !== 'integrity' && p.sessionId !== undefined)
+      .map((p) => p.sessionId!),
+  );
+  if (unrepairable.length === 0 && targets.size > 0) {
+    const isBoundary = boundaryPredicate(options.boundaryTypes);
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(file, { fileMustExist: true });
+      db.pragma('synchronous = FULL');
+      const conn = db;
+      const rowsOf = conn
+        .prepare('SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq')
+        .raw();
+      conn
+        .transaction(() => {
+          const now = new Date().toISOString();
+          for (const id of targets) {
+            const session = conn.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as
+              | SessionRow
+              | undefined;
+            if (session === undefined) continue;
+            // The sound prefix: contiguous seqs from 0 whose data parses.
+            const kept: { seq: number; type: string }[] = [];
+            for (const row of rowsOf.iterate(id) as IterableIterator<unknown[]>) {
+              const [seq, type, , data] = row;
+              if (
+                seq !== kept.length ||
+                typeof type !== 'string' ||
+                typeof data !== 'string' ||
+                !parses(data)
+              )
+                break;
+              kept.push({ seq, type });
+            }
+            const moved = conn
+              .prepare(
+                `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
+               SELECT session_id, seq, type, time, data, 'repair', ? FROM events WHERE session_id = ? AND seq >= ?`,
+              )
+              .run(now, id, kept.length).changes;
+            conn.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?').run(id, kept.length);
+            const state = commitStateOf(kept, isBoundary);
+            const rebuilt = { ...session, event_count: kept.length, committed_seq: state.committedSeq };
+            conn
+              .prepare('UPDATE sessions SET event_count = ?, committed_seq = ?, interrupted = ? WHERE id = ?')
+              .run(kept.length, state.committedSeq, state.interrupted ? 1 : 0, id);
+            if (!readable(rebuilt, file) && readable({ ...rebuilt, tags: null, attrs: null }, file)) {
+              // Unreadable tags/attrs text is kept in quarantine, not guessed at.
+              conn
+                .prepare(
+                  `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
+                 VALUES (?, NULL, NULL, NULL, ?, 'repair-summary', ?)`,
+                )
+                .run(id, JSON.stringify({ tags: session.tags, attrs: session.attrs }), now);
+              conn.prepare('UPDATE sessions SET tags = NULL, attrs = NULL WHERE id = ?').run(id);
+            }
+            repaired.push({ sessionId: id, keptEvents: kept.length, quarantinedEvents: moved });
+          }
+        })
+        .immediate();
+    } catch (error) {
+      throw mapSqliteError(error, { file, what: `repairing ${file}` });
+    } finally {
+      try {
+        db?.close();
+      } catch {
+        // The transaction's outcome stands either way.
+      }
+    }
+  }
+  return { file, repaired, unrepairable, after: await verifySqliteStore(file) };
+}
+
+function readable(row: SessionRow, file: string): boolean {
+  try {
+    rowToSummary(row, file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parses(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
