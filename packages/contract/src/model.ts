@@ -480,6 +480,16 @@ const commandArbitraries = [
 ];
 
 /**
+ * After a sequence: restart both sides and compare everything that is stored, so that a backend
+ * whose answers came from a cache but whose storage diverged is caught too.
+ */
+async function compareFinalState(model: ModelSide, real: RealSide): Promise<void> {
+  await new ReopenCommand().run(model, real);
+  for (const id of ['s0', 's1', 's2']) await new LoadCommand(id, 'keep').run(model, real);
+  await new ListCommand(undefined, 2).run(model, real);
+}
+
+/**
  * The model-based check: `runs` random sequences of create / append (valid, behind, ahead, retry,
  * conflicting) / load (keep, cut) / read / list / has / update / delete / reopen, switching between
  * two live instances and racing them, each answer of the backend compared with the memory model's.
@@ -502,6 +512,7 @@ export function modelBasedCheck(runs?: number, seed?: number): ContractCheck {
             const real: RealSide = { context: ctx, stores: await openRealStores(ctx), active: 0 };
             try {
               await fc.asyncModelRun(() => ({ model, real }), commands);
+              await compareFinalState(model, real);
             } finally {
               for (const store of model.stores) await store.close();
               await ctx.closeAll();
