@@ -13,6 +13,8 @@ export type ViolationKind =
   | 'unacknowledged-visible'
   /** A session that never existed, or was deleted, is reported as existing. */
   | 'phantom'
+  /** After the fault was lifted and the store reopened, list() shows a summary that disagrees with the log. */
+  | 'stale-summary'
   /** After the fault was lifted and the store reopened, it could not take the next append. */
   | 'not-writable';
 

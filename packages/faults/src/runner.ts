@@ -262,6 +262,7 @@ export async function verifyAfterLift(
 ): Promise<void> {
   const allowInDoubt = true;
   let writableKey: { session: ModelSession; nextSeq: number } | undefined;
+  const loadedLengths = new Map<string, number>();
   for (const session of model.sessions.values()) {
     session.created = false; // a reopened store has no pending sessions
     const has = await check.attempt(`has(${session.id}) after lift`, () => store.has(session.id));
@@ -285,12 +286,23 @@ export async function verifyAfterLift(
     // After the fault is lifted, an existing session that reads as absent has lost every event.
     if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
     check.load(session, loaded, allowInDoubt, options.crash);
+    if (loaded.ok) loadedLengths.set(session.id, loaded.value.events.length);
     if (loaded.ok && session.exists !== 'no' && writableKey === undefined)
       writableKey = { session, nextSeq: loaded.value.events.length };
   }
   const page = await check.attempt('list after lift', () => store.list());
-  if (page.ok) checkList(check, model, page.value, undefined, true, options.crash);
-  else
+  if (page.ok) {
+    checkList(check, model, page.value, undefined, true, options.crash);
+    // SPEC §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
+    for (const summary of page.value.sessions) {
+      const length = loadedLengths.get(summary.id);
+      if (length !== undefined && summary.eventCount !== length)
+        check.violation(
+          'stale-summary',
+          `list() says ${summary.id} has ${summary.eventCount} events, load returns ${length}`,
+        );
+    }
+  } else
     check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
   // The store accepts the next append: on an existing session and on a new one.
   if (writableKey !== undefined) {
