@@ -1225,6 +1225,35 @@ const inputValidation: ContractCheck[] = [
   },
 ];
 
+const opaqueCwds: ContractCheck[] = [
+  {
+    group: 'list',
+    name: 'cwd is an opaque string: empty, relative, Windows-style, unicode and multi-line values filter exactly',
+    async run(ctx) {
+      const store = await ctx.open();
+      const cwds = ['', '../../etc', 'C:\\Users\\agent', '/tmp/ünï cödé 🌊', '/a\nb', '/w', '/w/'];
+      for (const [i, cwd] of cwds.entries()) await materialize(store, `cwd-${i}`, evs(0, 1), cwd);
+      await materialize(store, 'no-cwd');
+      const check = async (s: SessionStore) => {
+        for (const [i, cwd] of cwds.entries()) {
+          expect(
+            (await listAll(s, cwd)).map((x) => x.id),
+            `list with cwd ${JSON.stringify(cwd)}`,
+          ).toEqual([`cwd-${i}`]);
+          expect((await s.load(`cwd-${i}`)).meta.cwd).toBe(cwd);
+        }
+        const noCwd = await s.load('no-cwd');
+        expect(noCwd.meta.cwd).toBeUndefined();
+        expect(noCwd.summary.cwd).toBeUndefined();
+        expect((await listAll(s)).length).toBe(cwds.length + 1);
+      };
+      await check(store);
+      await store.close();
+      await check(await ctx.reopen(store));
+    },
+  },
+];
+
 const sameInstance: ContractCheck[] = [
   {
     group: 'one instance',
@@ -1292,6 +1321,7 @@ export const contractChecks: readonly ContractCheck[] = [
   ...deleting,
   ...lifecycle,
   ...inputValidation,
+  ...opaqueCwds,
   ...sameInstance,
   ...concurrency,
 ];
