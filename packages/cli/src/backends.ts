@@ -18,8 +18,11 @@ import { CliError } from './exit-codes.js';
 
 /** One finding of `verify`. */
 export interface VerifyFinding {
-  /** `torn`, `corrupt` and `problem` mean damage; `interrupted` is a turn a crash cut short. */
-  kind: 'torn' | 'corrupt' | 'interrupted' | 'problem' | 'unsupported-format';
+  /**
+   * `torn`, `corrupt`, `problem` and `missing` (audited but missing) mean damage; `interrupted`
+   * is a turn a crash cut short.
+   */
+  kind: 'torn' | 'corrupt' | 'interrupted' | 'problem' | 'unsupported-format' | 'missing';
   sessionId?: string;
   message: string;
   /** File and byte offset, or table and row, of the finding. */

@@ -454,6 +454,7 @@ async function cmdVerify(ctx: Context): Promise<number> {
   if (id !== undefined && !(await main.store.has(id))) return absent(ctx, main, id);
   const findings: VerifyFinding[] =
     main.verify !== undefined ? await main.verify(id) : await verifyByReading(main.store, id);
+  if (id === undefined) findings.push(...(await auditedButMissing(ctx, main)));
   const damaged = findings.filter((f) => f.kind !== 'interrupted');
   if (ctx.values.json) {
     printJson(ctx.io, { store: main.address.text, ok: damaged.length === 0, findings });
@@ -472,6 +473,21 @@ async function cmdVerify(ctx: Context): Promise<number> {
     );
   }
   return damaged.length === 0 ? EXIT_CODES.OK : EXIT_CODES.PROBLEMS;
+}
+
+/** Sessions the audit log says this store holds, which it does not: losses to investigate. */
+async function auditedButMissing(ctx: Context, main: Backend): Promise<VerifyFinding[]> {
+  const { entries } = await auditLog(ctx).read();
+  const candidates = new Set(entries.filter((e) => e.store === main.address.text).map((e) => e.id));
+  if (candidates.size === 0) return [];
+  const lifecycle = await openLifecycleFor(ctx, main);
+  const findings: VerifyFinding[] = [];
+  for (const candidate of [...candidates].sort()) {
+    const where = await lifecycle.locate(candidate);
+    if (where.status === 'audited-missing')
+      findings.push({ kind: 'missing', sessionId: candidate, message: where.message });
+  }
+  return findings;
 }
 
 function formatLocation(location: NonNullable<VerifyFinding['location']>): string {

@@ -204,6 +204,9 @@ describe.skipIf(unavailable.jsonl !== undefined)(`tidemark on JSONL ${unavailabl
     expectOneErrorLine(show, 'AUDITED_MISSING', 11);
     expect(show.stderr).toContain(`audited but missing from jsonl:${join(home, 'sessions')}`);
     expectOneErrorLine(tidemark(['show', 'never-existed']), 'NOT_FOUND', 3);
+    const verify = tidemark(['verify']);
+    expect(verify.status).toBe(1);
+    expect(verify.stdout).toContain('missing lost1: session lost1: audited but missing from jsonl:');
   });
 });
 
