@@ -7,6 +7,7 @@
 
 export {
   crc32,
+  crc32Utf8,
   type DecodedLine,
   decodeEventLine,
   decodeHeaderLine,

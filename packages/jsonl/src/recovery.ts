@@ -33,7 +33,7 @@ export async function scanHandle(
   options: ScanOptions = {},
 ): Promise<ScanEnd & { stopped: boolean }> {
   const scanner = new LogScanner(options);
-  const buffer = new Uint8Array(READ_CHUNK_BYTES);
+  const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
   let position = options.start?.offset ?? 0;
   let headerSeen = options.start !== undefined;
   for (;;) {

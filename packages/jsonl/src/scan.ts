@@ -232,7 +232,7 @@ export class LogScanner {
       return;
     }
     // Copy: the caller may reuse its read buffer.
-    this.carry.push(Uint8Array.from(bytes));
+    this.carry.push(Buffer.from(bytes));
   }
 
   private takeCarry(): Uint8Array {

@@ -117,8 +117,8 @@ interface Writer {
   /** Length of the log: everything before it is committed. */
   size: number;
   nextSeq: number;
-  /** `at` of the last batch (or `updatedAt` of the last update): appends record a later time. */
-  lastAt: string;
+  /** `at` of the last batch (or `updatedAt` of the last update) in ms: appends record a later time. */
+  lastAtMs: number;
   /** `logSize` of the sidecar on disk, -1 when unknown. */
   sidecarSize: number;
   /** Relaxed durability: batches written since the last fdatasync. */
@@ -334,7 +334,7 @@ export class JsonlStore implements SessionStore {
         },
       );
       writer.sidecarSize = writer.size;
-      if (next.updatedAt > writer.lastAt) writer.lastAt = next.updatedAt;
+      writer.lastAtMs = Math.max(writer.lastAtMs, Date.parse(next.updatedAt));
       return structuredClone(next);
     });
   }
@@ -508,7 +508,7 @@ export class JsonlStore implements SessionStore {
         lock,
         size: bytes.length,
         nextSeq: last + 1,
-        lastAt: at,
+        lastAtMs: Date.parse(at),
         sidecarSize: -1,
         unsynced: false,
         repaired: undefined,
@@ -559,7 +559,10 @@ export class JsonlStore implements SessionStore {
     if (writer.handle === undefined) await this.reopenHandle(writer);
     const handle = writer.handle!;
     const last = batch[batch.length - 1]!.event.seq;
-    const at = nextUpdatedAt(writer.lastAt, nowIso());
+    // As core's nextUpdatedAt, on numbers: the clock, or 1 ms past the last change if it has not moved.
+    const nowMs = Date.now();
+    const atMs = nowMs > writer.lastAtMs ? nowMs : writer.lastAtMs + 1;
+    const at = new Date(atMs).toISOString();
     const bytes = Buffer.from(encodeBatch(batch, last, at), 'utf8');
     const sync = this.durability === 'strict' || batch.some((item) => this.isBoundary(item.event));
     try {
@@ -571,7 +574,7 @@ export class JsonlStore implements SessionStore {
     }
     writer.size += bytes.length;
     writer.nextSeq = last + 1;
-    writer.lastAt = at;
+    writer.lastAtMs = atMs;
     writer.unsynced = !sync;
     if (sync && writer.size - writer.sidecarSize > SIDECAR_REFRESH_BYTES) {
       await quietly(() => this.refreshSidecar(writer));
@@ -706,7 +709,7 @@ export class JsonlStore implements SessionStore {
         lock,
         size: end.committedBytes,
         nextSeq: end.nextSeq,
-        lastAt: summary.updatedAt > (lastAt ?? '') ? summary.updatedAt : (lastAt ?? header!.meta.createdAt),
+        lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? header!.meta.createdAt)),
         sidecarSize: sidecar?.logSize ?? -1,
         unsynced: false,
         repaired,
@@ -826,16 +829,35 @@ export class JsonlStore implements SessionStore {
       batch.offset,
       writer.size - batch.offset,
     );
-    let newSize: number;
-    if (batch.events[0]!.seq === firstCut) {
+    const inPlace = batch.events[0]!.seq === firstCut;
+    const kept = batch.events
+      .filter((e) => e.seq < firstCut)
+      .map((event) => ({ json: JSON.stringify(event) }));
+    const reframed = inPlace
+      ? undefined
+      : Buffer.from(encodeBatch(kept, state.committedSeq, batch.at), 'utf8');
+    const newSize = batch.offset + (reframed?.length ?? 0);
+    // As in the reference model a cut changes the counts and the commit state only. The sidecar is
+    // written first: if a crash stops the cut half way it still describes a prefix of the log.
+    const summary: SessionSummary = {
+      ...log.summary!,
+      eventCount: firstCut,
+      ...commitStateOf(events.slice(0, firstCut), this.isBoundary),
+    };
+    await writeSidecar(
+      this.fs,
+      writer.paths.dir,
+      writer.paths.summary,
+      { logSize: newSize, summary },
+      {
+        syncDir: true,
+        sessionId: id,
+      },
+    );
+    if (reframed === undefined) {
       await io(`truncating ${writer.paths.log}`, id, () => handle.truncate(batch.offset));
       await io(`syncing ${writer.paths.log}`, id, () => handle.datasync());
-      newSize = batch.offset;
     } else {
-      const kept = batch.events
-        .filter((e) => e.seq < firstCut)
-        .map((event) => ({ json: JSON.stringify(event) }));
-      const reframed = Buffer.from(encodeBatch(kept, state.committedSeq, batch.at), 'utf8');
       await publishFile(
         this.fs,
         writer.paths.dir,
@@ -853,7 +875,6 @@ export class JsonlStore implements SessionStore {
         'rename',
         id,
       );
-      newSize = batch.offset + reframed.length;
       await quietly(() => handle.close());
       writer.handle = undefined;
       writer.size = newSize;
@@ -861,17 +882,6 @@ export class JsonlStore implements SessionStore {
     }
     writer.size = newSize;
     writer.nextSeq = firstCut;
-    const summary = await this.currentSummary(writer.paths, id, newSize);
-    await writeSidecar(
-      this.fs,
-      writer.paths.dir,
-      writer.paths.summary,
-      { logSize: newSize, summary },
-      {
-        syncDir: true,
-        sessionId: id,
-      },
-    );
     writer.sidecarSize = newSize;
     return { cutEvents: events.length - firstCut, quarantinedAt };
   }
@@ -919,7 +929,7 @@ export class JsonlStore implements SessionStore {
     if (handle === undefined) throw errors.notFound(id);
     try {
       const scanner = new LogScanner();
-      const buffer = new Uint8Array(256 * 1024);
+      const buffer = Buffer.allocUnsafe(256 * 1024);
       let position = 0;
       for (;;) {
         const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, position));

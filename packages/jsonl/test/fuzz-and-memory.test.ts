@@ -20,12 +20,18 @@ describe('hostile bytes', () => {
       fc.asyncProperty(
         fc.uint8Array({ maxLength: 600 }),
         fc.constantFrom('none', 'header', 'valid'),
-        fc.option(fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.json().map((j) => Buffer.from(j)))),
+        fc.option(
+          fc.oneof(
+            fc.uint8Array({ maxLength: 300 }),
+            fc.json().map((j) => Buffer.from(j)),
+          ),
+        ),
         async (bytes, prefix, summary) => {
           const root = tempDir();
           const paths = sessionPaths(root, bucketOf(undefined), 's');
           mkdirSync(paths.dir, { recursive: true });
-          const head = prefix === 'none' ? Buffer.alloc(0) : prefix === 'header' ? Buffer.from(headerLine()) : valid;
+          const head =
+            prefix === 'none' ? Buffer.alloc(0) : prefix === 'header' ? Buffer.from(headerLine()) : valid;
           writeFileSync(paths.log, Buffer.concat([head, bytes]));
           if (summary !== null) writeFileSync(paths.summary, summary);
           const store = await openJsonlStore({ root });
@@ -74,7 +80,11 @@ describe('bounded memory', () => {
     const child = join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'child.mjs');
     const output = await new Promise<string>((resolve, reject) => {
       // 32 MiB of old space: the events of this log as objects would need several times more.
-      const proc = spawn(process.execPath, ['--max-old-space-size=32', child, JSON.stringify({ mode: 'stream', root, id: 'big' })]);
+      const proc = spawn(process.execPath, [
+        '--max-old-space-size=32',
+        child,
+        JSON.stringify({ mode: 'stream', root, id: 'big' }),
+      ]);
       let text = '';
       proc.stdout.on('data', (chunk) => {
         text += chunk;
@@ -82,7 +92,11 @@ describe('bounded memory', () => {
       proc.stderr.on('data', (chunk) => {
         text += chunk;
       });
-      proc.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`stream child failed (${code}): ${text.slice(0, 500)}`))));
+      proc.on('exit', (code) =>
+        code === 0
+          ? resolve(text)
+          : reject(new Error(`stream child failed (${code}): ${text.slice(0, 500)}`)),
+      );
     });
     expect(JSON.parse(output.trim().split('\n').pop()!)).toMatchObject({ count: events });
   });

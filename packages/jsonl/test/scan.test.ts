@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32, decodeEventLine, FORMAT_NAME, scanLog } from '../src/index.js';
+import { crc32, crc32Utf8, decodeEventLine, FORMAT_NAME, scanLog } from '../src/index.js';
 import { evs } from './helpers.js';
 import { batchLines, headerLine, logOf } from './logs.js';
 
@@ -17,6 +18,16 @@ describe('crc32', () => {
     expect(crc32(Buffer.from(''))).toBe(0);
     expect(crc32(Buffer.from('a'))).toBe(0xe8b7be43);
     expect(crc32(Buffer.from('hello, world!'), 0, 5)).toBe(crc32(Buffer.from('hello')));
+  });
+
+  it('crc32Utf8 of any string (lone surrogates included) equals crc32 of its UTF-8 bytes', () => {
+    const anyUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: anyUnit }), fc.string({ unit: 'binary' })), (text) => {
+        expect(crc32Utf8(text)).toBe(crc32(Buffer.from(text, 'utf8')));
+      }),
+      { numRuns: 1000 },
+    );
   });
 });
 
