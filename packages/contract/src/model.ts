@@ -353,15 +353,19 @@ class ReopenCommand implements Cmd {
   toString = () => 'reopen()';
 }
 
-/** Makes the other instance the one later commands act on. */
-class SwitchCommand implements Cmd {
-  constructor(readonly to: 0 | 1) {}
+/** Runs a command on one of the two live instances. */
+class OnInstance implements Cmd {
+  constructor(
+    readonly command: Cmd,
+    readonly instance: 0 | 1,
+  ) {}
   check = () => true;
   async run(model: ModelSide, real: RealSide) {
-    model.active = this.to;
-    real.active = this.to;
+    model.active = this.instance;
+    real.active = this.instance;
+    await this.command.run(model, real);
   }
-  toString = () => `use(instance ${this.to})`;
+  toString = () => `@${this.instance} ${this.command}`;
 }
 
 /**
@@ -441,7 +445,11 @@ const startArbitrary = fc
 const listArbitrary = fc
   .tuple(fc.constantFrom(...CWDS), fc.integer({ min: 1, max: 3 }))
   .map(([c, l]) => new ListCommand(c, l));
-const commandArbitraries = [
+// Each command runs on instance 0 or 1 at random: interleaving two live instances is where stale
+// per-instance state shows.
+const onEitherInstance = (command: fc.Arbitrary<Cmd>) =>
+  fc.tuple(command, fc.constantFrom<0 | 1>(0, 1)).map(([c, i]) => new OnInstance(c, i));
+const perInstanceArbitraries: fc.Arbitrary<Cmd>[] = [
   startArbitrary,
   startArbitrary,
   createArbitrary,
@@ -452,6 +460,7 @@ const commandArbitraries = [
   loadArbitrary,
   loadArbitrary,
   fc.tuple(id, fc.nat(6), fc.nat(6)).map(([i, f, s]) => new ReadCommand(i, f, s)),
+  id.map((i) => new HasCommand(i)),
   id.map((i) => new HasCommand(i)),
   listArbitrary,
   listArbitrary,
@@ -472,8 +481,10 @@ const commandArbitraries = [
     )
     .map(([i, p]) => new UpdateCommand(i, p)),
   id.map((i) => new DeleteCommand(i)),
+];
+const commandArbitraries: fc.Arbitrary<Cmd>[] = [
+  ...perInstanceArbitraries.map(onEitherInstance),
   fc.constant(new ReopenCommand()),
-  fc.constantFrom<0 | 1>(0, 1).map((to) => new SwitchCommand(to)),
   fc
     .tuple(id, fc.array(fc.nat(TYPES.length - 1), { minLength: 1, maxLength: 3 }))
     .map(([i, t]) => new RaceCommand(i, t)),
