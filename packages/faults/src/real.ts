@@ -272,11 +272,21 @@ async function killLoop(
       options: real.options(location),
       sessions,
     });
-    const ready = await run.waitFor('ready');
-    if (ready) {
-      // A random instant inside the append loop: from right after start-up to a few dozen batches in.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
+    let ready: boolean;
+    if (k % 4 === 3) {
+      // Every fourth kill lands during start-up: module loading, open, lock takeover, tail repair.
+      const early = new Promise<void>((resolve) => setTimeout(resolve, 40 + Math.random() * 120));
+      ready = await Promise.race([early.then(() => false), run.waitFor('ready')]);
+      if (ready) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
       run.child.kill('SIGKILL');
+      ready = true; // killed on purpose, ready or not
+    } else {
+      ready = await run.waitFor('ready');
+      if (ready) {
+        // A random instant inside the append loop: right after start-up to a few dozen batches in.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
+        run.child.kill('SIGKILL');
+      }
     }
     await run.exited;
     for (const line of run.lines) {
