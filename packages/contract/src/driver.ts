@@ -14,7 +14,10 @@ export interface ContractDriver {
    * second live instance (while `store` is open), as another process would.
    */
   reopen(store: SessionStore, options?: StoreOptions): Promise<SessionStore>;
-  /** Called after each test: removes everything `open` created. Stores may already be closed. */
+  /**
+   * Called after each test and between the sequences of the model-based test: removes everything
+   * `open` created. Stores are closed by then; it must also work when there is nothing to remove.
+   */
   cleanup(): Promise<void>;
 }
 
