@@ -112,6 +112,61 @@ function parentOf(row: SessionRow, file: string): SessionMeta['parent'] {
   return { id: row.parent_id, seq: row.parent_seq as number };
 }
 
+/**
+ * What an append needs of a session, read in one query: the summary fields it changes and the
+ * last stored seq. Raw row `[updated_at, event_count, committed_seq, interrupted, first_prompt,
+ * max_seq]`.
+ */
+export type AppendHeadRow = readonly unknown[];
+
+/** The decoded {@link AppendHeadRow}: the next seq and the summary fields an append rewrites. */
+export interface AppendHead {
+  nextSeq: number;
+  summary: SessionSummary;
+}
+
+/**
+ * Decodes an {@link AppendHeadRow}; the summary it returns carries only the fields an append
+ * changes (its other fields stay untouched in the row).
+ * @throws TidemarkError CORRUPT when the row is not what appends write, or when the stored events
+ *   do not end where the summary's count says (rows lost or added behind the summary's back).
+ */
+export function decodeAppendHead(id: string, row: AppendHeadRow, file: string): AppendHead {
+  const [updatedAt, eventCount, committedSeq, interrupted, firstPrompt, maxSeq] = row;
+  if (typeof updatedAt !== 'string') corruptSession(file, id, 'bad updated_at');
+  if (typeof eventCount !== 'number' || !Number.isSafeInteger(eventCount) || eventCount < 0) {
+    corruptSession(file, id, 'bad event_count');
+  }
+  if (
+    typeof committedSeq !== 'number' ||
+    !Number.isSafeInteger(committedSeq) ||
+    committedSeq < -1 ||
+    committedSeq >= eventCount
+  ) {
+    corruptSession(file, id, 'committed_seq outside the log');
+  }
+  if (interrupted !== 0 && interrupted !== 1) corruptSession(file, id, 'bad interrupted flag');
+  if (firstPrompt !== null && typeof firstPrompt !== 'string') corruptSession(file, id, 'bad first_prompt');
+  const nextSeq = maxSeq === null ? 0 : typeof maxSeq === 'number' ? maxSeq + 1 : Number.NaN;
+  if (nextSeq !== eventCount) {
+    throw errors.corrupt(
+      `session ${id}: the summary counts ${eventCount} events but the log ends at seq ${String(maxSeq)} in ${file}`,
+      { file, table: 'sessions', row: `id=${id}` },
+      id,
+    );
+  }
+  const summary: SessionSummary = {
+    id,
+    createdAt: '',
+    updatedAt,
+    eventCount,
+    committedSeq,
+    interrupted: interrupted === 1,
+  };
+  if (firstPrompt !== null) summary.firstPrompt = firstPrompt;
+  return { nextSeq, summary };
+}
+
 /** The immutable header stored in a `sessions` row. */
 export function rowToMeta(row: SessionRow, file: string): SessionMeta {
   const meta: SessionMeta = { id: row.id, createdAt: row.created_at, formatVersion: row.format_version };

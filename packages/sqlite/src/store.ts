@@ -47,7 +47,9 @@ import Database from 'better-sqlite3';
 import { isUniqueViolation, mapSqliteError, type SqliteErrorContext, sqliteCodeOf } from './errors.js';
 import { cutTail } from './recovery.js';
 import {
+  type AppendHeadRow,
   dataJsonOf,
+  decodeAppendHead,
   decodeEventRows,
   type EventRow,
   rowToMeta,
@@ -101,7 +103,16 @@ function prepareStatements(db: Database.Database) {
     rollback: db.prepare('ROLLBACK'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
-    maxSeq: db.prepare<[string], number | null>('SELECT max(seq) FROM events WHERE session_id = ?').pluck(),
+    appendHead: db
+      .prepare<[{ id: string }]>(
+        `SELECT updated_at, event_count, committed_seq, interrupted, first_prompt,
+           (SELECT max(seq) FROM events WHERE session_id = @id) FROM sessions WHERE id = @id`,
+      )
+      .raw(),
+    updateAfterAppend: db.prepare(
+      `UPDATE sessions SET updated_at = @updated_at, event_count = @event_count, committed_seq = @committed_seq,
+        interrupted = @interrupted, first_prompt = @first_prompt WHERE id = @id`,
+    ),
     insertSession: db.prepare(
       `INSERT INTO sessions (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,
         committed_seq, interrupted, title, first_prompt, tags, attrs)
@@ -236,22 +247,13 @@ class SqliteStore implements SessionStore {
     try {
       if (syncNow) this.run(context, () => this.db.pragma('synchronous = FULL'));
       result = this.transaction('write', context, () => {
-        const row = this.stmts.getSession.get(id);
+        // One query for the summary fields an append changes and the last stored seq.
+        const row = this.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
         const pending = this.pending.get(id);
         if (row === undefined && pending === undefined) throw errors.notFound(id);
         let nextSeq = 0;
         let summary: SessionSummary | undefined;
-        if (row !== undefined) {
-          summary = rowToSummary(row, this.file);
-          nextSeq = (this.stmts.maxSeq.get(id) ?? -1) + 1;
-          if (nextSeq !== summary.eventCount) {
-            throw errors.corrupt(
-              `session ${id}: the summary counts ${summary.eventCount} events but the log ends at seq ${nextSeq - 1} in ${this.file}`,
-              { file: this.file, table: 'sessions', row: `id=${id}` },
-              id,
-            );
-          }
-        }
+        if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, this.file));
         const plan = planAppend(id, nextSeq, batch);
         if (plan.kind === 'compare') {
           const stored = decodeEventRows(
@@ -289,7 +291,14 @@ class SqliteStore implements SessionStore {
             this.isBoundary,
             nextUpdatedAt(summary.updatedAt, now),
           );
-          this.stmts.updateSummary.run({ id, ...summaryColumns(next) });
+          this.stmts.updateAfterAppend.run({
+            id,
+            updated_at: next.updatedAt,
+            event_count: next.eventCount,
+            committed_seq: next.committedSeq,
+            interrupted: next.interrupted ? 1 : 0,
+            first_prompt: next.firstPrompt ?? null,
+          });
         }
         for (const item of batch) {
           this.stmts.insertEvent.run(id, item.event.seq, item.event.type, item.event.time, dataJsonOf(item));

@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   dataJsonOf,
+  decodeAppendHead,
   decodeEventRows,
   rowToMeta,
   rowToSummary,
@@ -188,5 +189,56 @@ describe('dataJsonOf', () => {
   it('falls back when the serialization is laid out differently', () => {
     const event = { seq: 1, type: 'x', time: 't', data: { a: 1 } };
     expect(dataJsonOf({ event, json: 'unexpected', bytes: 10 })).toBe('{"a":1}');
+  });
+});
+
+describe('decodeAppendHead', () => {
+  it('decodes the fields an append changes and the next seq', () => {
+    expect(decodeAppendHead('s', ['2026-01-01T00:00:00.000Z', 3, 1, 1, 'hi', 2], FILE)).toEqual({
+      nextSeq: 3,
+      summary: {
+        id: 's',
+        createdAt: '',
+        updatedAt: '2026-01-01T00:00:00.000Z',
+        eventCount: 3,
+        committedSeq: 1,
+        interrupted: true,
+        firstPrompt: 'hi',
+      },
+    });
+    expect(decodeAppendHead('s', ['t', 0, -1, 0, null, null], FILE)).toEqual({
+      nextSeq: 0,
+      summary: {
+        id: 's',
+        createdAt: '',
+        updatedAt: 't',
+        eventCount: 0,
+        committedSeq: -1,
+        interrupted: false,
+      },
+    });
+  });
+
+  it.each<[string, unknown[]]>([
+    ['rows lost at the end', ['t', 3, 1, 1, null, 1]],
+    ['rows behind the count', ['t', 3, 1, 1, null, 5]],
+    ['no rows under a count', ['t', 3, 1, 1, null, null]],
+    ['a count of -1', ['t', -1, -1, 0, null, null]],
+    ['committed past the log', ['t', 2, 2, 0, null, 1]],
+    ['a bad flag', ['t', 2, 1, 7, null, 1]],
+    ['a non-text prompt', ['t', 2, 1, 0, 5, 1]],
+    ['a non-text time', [5, 2, 1, 0, null, 1]],
+    ['a non-integer max', ['t', 2, 1, 0, null, '1']],
+  ])('reports %s as CORRUPT on the sessions row', (_, row) => {
+    let error: unknown;
+    try {
+      decodeAppendHead('s', row, FILE);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({
+      code: 'CORRUPT',
+      location: { file: FILE, table: 'sessions', row: 'id=s' },
+    });
   });
 });
