@@ -26,6 +26,21 @@ describe('the contract notices deliberately broken stores', () => {
     });
   }
 
+  it('a driver that drops the store options fails the checks that depend on them', async () => {
+    const base = memoryDriver();
+    const dropsOptions = {
+      ...base,
+      open: () => base.open(),
+      reopen: (store: Parameters<typeof base.reopen>[0]) => base.reopen(store),
+    };
+    for (const name of [
+      'custom boundaryTypes replace the defaults',
+      'a batch with one bad event is rejected whole, with the path named, and the same seq then works',
+    ]) {
+      await expect(runContractCheck(contractCheck(name), dropsOptions), name).rejects.toThrow();
+    }
+  });
+
   it('a correct store passes every check when run directly', async () => {
     for (const check of contractChecks) await runContractCheck(check, memoryDriver());
   });
