@@ -302,6 +302,8 @@ export class Lifecycle {
       trash: trashAddress,
       events: copy.events,
       hash: copy.hash,
+      createdAt: copy.source.createdAt,
+      updatedAt: copy.source.updatedAt,
     });
     await store.delete(id);
     return this.entryOf((await trash.load(id)).summary);
