@@ -202,7 +202,7 @@ const materialization: ContractCheck[] = [
       expect(await store.has('lazy')).toBe(false);
       expect((await store.list()).sessions).toEqual([]);
       await expectCode(store.load('lazy'), 'NOT_FOUND', 'load of a pending session');
-      await expectCode(collect(store.read('lazy')), 'NOT_FOUND', 'read of a pending session');
+      await expectCode(() => collect(store.read('lazy')), 'NOT_FOUND', 'read of a pending session');
       const other = await ctx.reopen(store);
       expect(await other.has('lazy')).toBe(false);
       expect((await other.list()).sessions).toEqual([]);
@@ -275,7 +275,7 @@ const materialization: ContractCheck[] = [
         await expectCode(store.create({ id }), 'INVALID', `create with ${what}`);
         await expectCode(store.append(id, evs(0, 1)), 'INVALID', `append with ${what}`);
         await expectCode(store.load(id), 'INVALID', `load with ${what}`);
-        await expectCode(collect(store.read(id)), 'INVALID', `read with ${what}`);
+        await expectCode(() => collect(store.read(id)), 'INVALID', `read with ${what}`);
         await expectCode(store.has(id), 'INVALID', `has with ${what}`);
         await expectCode(store.update(id, { title: 't' }), 'INVALID', `update with ${what}`);
         await expectCode(store.delete(id), 'INVALID', `delete with ${what}`);
@@ -650,9 +650,9 @@ const reading: ContractCheck[] = [
       expect(await collect(store.read('stream', { fromSeq: 4, toSeq: 4 }))).toEqual([all[4]]);
       expect(await collect(store.read('stream', { fromSeq: 12 }))).toEqual([]);
       expect(await collect(store.read('stream', { fromSeq: 5, toSeq: 2 }))).toEqual([]);
-      await expectCode(collect(store.read('absent')), 'NOT_FOUND', 'read of an absent session');
-      await expectCode(collect(store.read('stream', { fromSeq: -1 })), 'INVALID', 'read from seq -1');
-      await expectCode(collect(store.read('stream', { toSeq: 1.5 })), 'INVALID', 'read to seq 1.5');
+      await expectCode(() => collect(store.read('absent')), 'NOT_FOUND', 'read of an absent session');
+      await expectCode(() => collect(store.read('stream', { fromSeq: -1 })), 'INVALID', 'read from seq -1');
+      await expectCode(() => collect(store.read('stream', { toSeq: 1.5 })), 'INVALID', 'read to seq 1.5');
       // Early exit from a for-await must not break the store.
       for await (const event of store.read('stream')) if (event.seq === 2) break;
       expect(await store.append('stream', [ev(12)])).toEqual({ nextSeq: 13 });
@@ -900,7 +900,7 @@ const deleting: ContractCheck[] = [
       await store.delete('gone');
       expect(await store.has('gone')).toBe(false);
       await expectCode(store.load('gone'), 'NOT_FOUND', 'load after delete');
-      await expectCode(collect(store.read('gone')), 'NOT_FOUND', 'read after delete');
+      await expectCode(() => collect(store.read('gone')), 'NOT_FOUND', 'read after delete');
       await expectCode(store.update('gone', { title: 'x' }), 'NOT_FOUND', 'update after delete');
       await expectCode(store.append('gone', [ev(3)]), 'NOT_FOUND', 'append after delete');
       await expectCode(store.delete('gone'), 'NOT_FOUND', 'second delete');
@@ -951,8 +951,8 @@ const lifecycle: ContractCheck[] = [
       await expectCode(store.create(), 'CLOSED', 'create without id');
       await expectCode(store.append('open-then-closed', [ev(1)]), 'CLOSED', 'append');
       await expectCode(store.load('open-then-closed'), 'CLOSED', 'load');
-      await expectCode(collect(store.read('open-then-closed')), 'CLOSED', 'read');
-      await expectCode(collect(readBeforeClose), 'CLOSED', 'iterating a read created before close');
+      await expectCode(() => collect(store.read('open-then-closed')), 'CLOSED', 'read');
+      await expectCode(() => collect(readBeforeClose), 'CLOSED', 'iterating a read created before close');
       await expectCode(store.list(), 'CLOSED', 'list');
       await expectCode(store.has('open-then-closed'), 'CLOSED', 'has');
       await expectCode(store.update('open-then-closed', { title: 'x' }), 'CLOSED', 'update');
