@@ -9,7 +9,6 @@ import {
 } from '@tidemark/core';
 import { expect } from 'vitest';
 import {
-  type CheckContext,
   type ContractCheck,
   collect,
   describeError,
