@@ -1,8 +1,9 @@
 // resume and fork (SPEC §8): continue a session where its durable log ends, or branch a new
 // session off a prefix of another. Both only use the public SessionStore contract.
-import { TidemarkError } from './errors.js';
+import { TidemarkError, toIoError } from './errors.js';
 import type { SessionEvent } from './event.js';
 import type { JsonValue } from './json.js';
+import { nowIso } from './session.js';
 import type {
   LoadedSession,
   RecoveryReport,
@@ -25,8 +26,8 @@ export interface ResumeOptions {
   tail?: TailPolicy;
   /**
    * Called with the interrupted tail (the complete events after the last boundary) when the
-   * session was interrupted and the tail is kept. The events it returns are appended durably
-   * before `resume` resolves, e.g. an error `tool/result` for each unanswered `tool/call` and a
+   * session was interrupted and the tail is kept. The events it returns are appended durably, as
+   * one atomic batch, before `resume` resolves, e.g. an error `tool/result` for each unanswered `tool/call` and a
    * `turn/end`, so that new work starts after a closed turn. Not called with `tail: 'cut'`.
    */
   closeInterruptedTurn?: (tail: SessionEvent[]) => readonly ClosingEvent[] | Promise<readonly ClosingEvent[]>;
@@ -65,7 +66,6 @@ export async function resume(
 ): Promise<ResumedSession> {
   const loaded: LoadedSession = await store.load(id, { tail: options.tail ?? 'keep' });
   const wasInterrupted = loaded.interrupted || (loaded.recovered?.cutEvents ?? 0) > 0;
-  const writer = new SessionWriter(store, id, { ...options.writer, nextSeq: loaded.events.length });
   let history = loaded.events;
   let summary = loaded.summary;
   const closingEvents: SessionEvent[] = [];
@@ -82,16 +82,28 @@ export async function resume(
       );
     }
     if (closing.length > 0) {
-      const pushed = closing.map((event) => writer.push({ type: event.type, data: event.data }));
-      const accepted = await Promise.all(pushed);
-      await writer.flush();
-      closingEvents.push(...accepted);
+      // One batch: the closing events land all together or not at all (append is atomic), so a
+      // failed resume leaves the turn interrupted and a second resume closes it again.
+      const time = nowIso();
+      const batch: SessionEvent[] = closing.map((event, i) => ({
+        seq: loaded.events.length + i,
+        type: event.type,
+        time,
+        data: event.data,
+      }));
+      try {
+        await store.append(id, batch);
+      } catch (error) {
+        throw toIoError(error, `resume: appending the closing events of ${id}`, id);
+      }
+      closingEvents.push(...batch.map((event) => structuredClone(event)));
       // The summary changed with the append; reload it rather than guess the store's updatedAt.
       const reloaded = await store.load(id);
       history = reloaded.events;
       summary = reloaded.summary;
     }
   }
+  const writer = new SessionWriter(store, id, { ...options.writer, nextSeq: history.length });
   const result: ResumedSession = {
     meta: loaded.meta,
     summary,

@@ -289,6 +289,7 @@ export class SessionWriter {
   private rejectWaiting(error: TidemarkError): void {
     const rejected = this.waiting.splice(0);
     if (rejected.length > 0) this.assigned = rejected[0]!.item.event.seq;
+    if (this.flushTarget > this.assigned) this.flushTarget = this.assigned;
     for (const waiter of rejected) waiter.reject(error);
   }
 

@@ -128,6 +128,23 @@ describe('resume', () => {
     expect(again.history).toHaveLength(10);
   });
 
+  it('appends the closing events atomically: an invalid one means none is written', async () => {
+    const store = await openMemoryStore();
+    await interruptedSession(store);
+    await expect(
+      resume(store, 's1', {
+        closeInterruptedTurn: (): ClosingEvent[] => [
+          { type: 'tool/result', data: { callId: 'a', error: 'interrupted' } },
+          { type: 'turn/end', data: { n: Number.NaN } },
+        ],
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID' });
+    await new Promise((r) => setTimeout(r, 20)); // no background flush lands anything later
+    const loaded = await store.load('s1');
+    expect(loaded.events).toHaveLength(8);
+    expect(loaded.interrupted).toBe(true);
+  });
+
   it('reports NOT_FOUND only for an absent session', async () => {
     const store = await openMemoryStore();
     await expect(resume(store, 'nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
