@@ -351,6 +351,7 @@ export class JsonlStore implements SessionStore {
       }
       this.pending.delete(id);
       await quietly(() => this.retireWriter(id, false));
+      await this.assertRealBucket(paths, id);
       const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
       try {
         // The log goes first: from then on the session is absent; a sidecar without a log is ignored.
@@ -475,6 +476,7 @@ export class JsonlStore implements SessionStore {
     const paths = sessionPaths(this.root, bucketOf(pending.meta.cwd), id);
     await this.ensureRoot(id);
     await ensureDir(this.fs, paths.dir, this.root, id);
+    await this.assertRealBucket(paths, id);
     const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
     try {
       const last = batch[batch.length - 1]!.event.seq;
@@ -642,6 +644,7 @@ export class JsonlStore implements SessionStore {
     }
     const paths = await this.locate(id);
     if (paths === undefined) return undefined;
+    await this.assertRealBucket(paths, id);
     const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
     return this.openWriter(id, paths, lock);
   }
@@ -892,6 +895,7 @@ export class JsonlStore implements SessionStore {
     paths: SessionPaths,
   ): Promise<{ bytes: number; path: string } | undefined> {
     await quietly(() => this.retireWriter(id, false));
+    await this.assertRealBucket(paths, id);
     const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
     try {
       const handle = await io(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
@@ -1097,6 +1101,20 @@ export class JsonlStore implements SessionStore {
     if (stat === undefined) return undefined;
     this.buckets.set(id, bucket);
     return paths;
+  }
+
+  /**
+   * Refuses a bucket that is not a real directory before anything is written in it: O_NOFOLLOW
+   * guards only the last path component, and a planted bucket symlink would redirect every write.
+   */
+  private async assertRealBucket(paths: SessionPaths, id: string): Promise<void> {
+    const stat = await io(`inspecting ${paths.dir}`, id, () => this.fs.lstat(paths.dir));
+    if (stat.isDirectory() && !stat.isSymbolicLink()) return;
+    throw toIoError(
+      Object.assign(new Error(`${paths.dir} is not a directory (a link?)`), { code: 'ELOOP' }),
+      `opening ${paths.dir}`,
+      id,
+    );
   }
 
   private async ensureRoot(id: string): Promise<void> {

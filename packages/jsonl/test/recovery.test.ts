@@ -2,6 +2,7 @@ import {
   appendFileSync,
   readdirSync,
   readFileSync,
+  renameSync,
   statSync,
   symlinkSync,
   truncateSync,
@@ -303,6 +304,21 @@ describe('files on disk', () => {
     const error = await store.append('s', evs(4, 1)).catch((e: unknown) => e);
     expect(isTidemarkError(error)).toBe(true);
     expect(readFileSync(outside, 'utf8')).toBe('precious');
+    await store.close();
+  });
+
+  it('a bucket replaced by a symlink is refused for writes (O_NOFOLLOW guards only the last component)', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    const elsewhere = join(tempDir(), 'elsewhere');
+    renameSync(paths.dir, elsewhere);
+    symlinkSync(elsewhere, paths.dir);
+    const before = readdirSync(elsewhere).sort();
+    const store = await openJsonlStore({ root });
+    await expect(store.append('s', evs(4, 1))).rejects.toMatchObject({ code: 'IO', errno: 'ELOOP' });
+    await expect(store.update('s', { title: 'x' })).rejects.toMatchObject({ code: 'IO' });
+    await expect(store.delete('s')).rejects.toMatchObject({ code: 'IO' });
+    expect(readdirSync(elsewhere).sort()).toEqual(before);
     await store.close();
   });
 
