@@ -90,11 +90,16 @@ export async function runFaultHarness(
         const swept = await crashSweepFs(
           driver,
           report,
-          { syncOnly: quick, limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}) },
+          {
+            syncOnly: quick,
+            limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}),
+            recoverySamples: quick ? 6 : 40,
+          },
           options.progress,
         );
         total.crashPoints = swept.points;
         total.crashStates = swept.states;
+        total.runs += swept.recoveryRuns;
       } else {
         report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
       }

@@ -14,6 +14,8 @@ export async function probeStore(
   model: WorkloadModel,
   check: Checker,
   destructive: boolean,
+  /** After a crash, a whole batch that was in flight may be present. */
+  allowInDoubt = false,
 ): Promise<void> {
   const opened = await check.attempt('open under fault', open);
   if (!opened.ok) return;
@@ -22,7 +24,7 @@ export async function probeStore(
     const has = await check.attempt(`has(${session.id})`, () => store.has(session.id));
     if (has.ok) check.has(session, has.value);
     const loaded = await check.attempt(`load(${session.id})`, () => store.load(session.id));
-    check.load(session, loaded, false);
+    check.load(session, loaded, allowInDoubt);
   }
   const page = await check.attempt('list', () => store.list());
   if (page.ok) checkList(check, model, page.value, undefined, false);

@@ -2,6 +2,7 @@ import type { FileSystem, SessionStore } from '@tidemark/core';
 import {
   CrashFs,
   type CrashPoint,
+  type CrashState,
   type CrashStateLimits,
   enumerateCrashStates,
   materialize,
@@ -11,6 +12,7 @@ import { type ErrnoName, makeErrnoError } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
 import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
+import { probeStore } from './probe.js';
 import type { ReportBuilder } from './report.js';
 import { Checker, runWorkload, verifyAfterLift } from './runner.js';
 import type { WorkloadStep } from './workload.js';
@@ -217,9 +219,9 @@ interface RecordedCrash {
 export async function crashSweepFs(
   driver: FsHarnessDriver,
   report: ReportBuilder,
-  options: { syncOnly: boolean; limits?: CrashStateLimits },
+  options: { syncOnly: boolean; limits?: CrashStateLimits; recoverySamples: number },
   progress?: Progress,
-): Promise<{ points: number; states: number }> {
+): Promise<{ points: number; states: number; recoveryRuns: number }> {
   const model = new WorkloadModel();
   const recorded: RecordedCrash[] = [];
   let recording = false;
@@ -258,6 +260,7 @@ export async function crashSweepFs(
   report.add(driver.name, 'crash (power loss)', 'workload on CrashFs', check.outcome, false);
   let states = 0;
   let done = 0;
+  const damaged: { state: CrashState; model: WorkloadModel; label: string }[] = [];
   for (const { point, model: pointModel } of recorded) {
     if (report.enough) break;
     for (const state of enumerateCrashStates(point, options.limits)) {
@@ -277,8 +280,68 @@ export async function crashSweepFs(
         true,
       );
       states++;
+      if (/torn|zeros|garbage/.test(state.label))
+        damaged.push({
+          state,
+          model: pointModel,
+          label: `crash after op ${point.afterOp} (${point.op}), ${state.label}`,
+        });
     }
     progress?.(`${driver.name} crash sweep`, ++done, recorded.length);
   }
-  return { points: recorded.length, states };
+  // An even sample of the states whose repair has work to do: torn, zero-filled or garbage tails.
+  const step = Math.max(1, Math.floor(damaged.length / options.recoverySamples));
+  const samples = damaged.filter((_, i) => i % step === 0).slice(0, options.recoverySamples);
+  const recoveryRuns = await recoverySweep(driver, report, samples, progress);
+  return { points: recorded.length, states, recoveryRuns };
+}
+
+/** The probe run on a reopened crash state: loads (which repair torn tails), lists and an append. */
+function recoveryProbe(
+  driver: FsHarnessDriver,
+  fs: FileSystem,
+  model: WorkloadModel,
+  check: Checker,
+): Promise<void> {
+  return probeStore(() => driver.open({ fs, root: SWEEP_ROOT }), model, check, false, true);
+}
+
+/**
+ * A compound fault: the store reopens on a damaged crash state and every operation of its repair
+ * (loads that cut torn tails, the next append) fails once with EIO in turn. Errors must be typed,
+ * nothing may read as absent, and once the fault is lifted every acknowledged event is there.
+ */
+async function recoverySweep(
+  driver: FsHarnessDriver,
+  report: ReportBuilder,
+  samples: readonly { state: CrashState; model: WorkloadModel; label: string }[],
+  progress?: Progress,
+): Promise<number> {
+  let runs = 0;
+  let done = 0;
+  for (const sample of samples) {
+    if (report.enough) break;
+    const counting = new FaultyFs(materialize(sample.state));
+    await recoveryProbe(driver, counting.fs, sample.model.clone(), new Checker());
+    for (let at = 1; at <= counting.trace.length; at++) {
+      const disk = materialize(sample.state);
+      const faulty = new FaultyFs(disk, { plans: [{ at, errno: 'EIO' }] });
+      const model = sample.model.clone();
+      const check = new Checker();
+      await recoveryProbe(driver, faulty.fs, model, check);
+      faulty.lift();
+      await reopenAndVerify(() => driver.open({ fs: disk, root: SWEEP_ROOT }), model, check, true);
+      const entry = counting.trace[at - 1];
+      report.add(
+        driver.name,
+        'crash + EIO during recovery',
+        `${sample.label}; EIO at recovery op ${at} (${entry?.op ?? '?'})`,
+        check.outcome,
+        faulty.injected > 0,
+      );
+      runs++;
+    }
+    progress?.(`${driver.name} recovery under fault`, ++done, samples.length);
+  }
+  return runs;
 }

@@ -8,6 +8,8 @@ describe('harness over the JSONL backend', () => {
     expect(report.failures).toEqual([]);
     const crash = report.cells.find((cell) => cell.faultClass === 'crash (power loss)');
     expect(crash?.runs).toBeGreaterThan(100);
+    const recovery = report.cells.find((cell) => cell.faultClass === 'crash + EIO during recovery');
+    expect(recovery?.faultsInjected).toBeGreaterThan(10);
     const eio = report.cells.find((cell) => cell.faultClass === 'EIO once');
     expect(eio?.errorsSurfaced).toBeGreaterThan(10);
   }, 300_000);
