@@ -66,10 +66,11 @@ export async function runFsOnce(
   driver: FsHarnessDriver,
   plans: FaultPlan[],
   steps?: readonly WorkloadStep[],
+  slowSyncMs?: number,
 ) {
   const base = memfsFileSystem();
   await base.mkdir(SWEEP_ROOT, { recursive: true });
-  const faulty = new FaultyFs(base, { plans });
+  const faulty = new FaultyFs(base, { plans, ...(slowSyncMs !== undefined && { slowSyncMs }) });
   const model = new WorkloadModel();
   const check = new Checker();
   const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
@@ -115,6 +116,10 @@ export async function errorSweepFs(
 ): Promise<{ operations: number; runs: number }> {
   const baseline = await runFsOnce(driver, []);
   report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
+  // Slow syncs are no error: everything must still work, only later.
+  const slow = await runFsOnce(driver, [], undefined, 3);
+  const syncs = slow.trace.filter((entry) => SYNC_OPS.has(entry.op)).length;
+  report.add(driver.name, 'slow syncs (3 ms each)', `${syncs} slow syncs`, slow.check.outcome, syncs > 0);
   const ops = baseline.trace.map((entry) => entry.op);
   const faults = planErrorSweep(ops, errnos, persistentErrnos);
   let done = 0;
