@@ -1,4 +1,4 @@
-import { isTidemarkError, type SessionStore, type TidemarkError } from '@tidemark/core';
+import { isTidemarkError, type SessionEvent, type SessionStore, type TidemarkError } from '@tidemark/core';
 import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
 import {
   AGENT_WORKLOAD,
@@ -24,7 +24,8 @@ export function emptyOutcome(): RunOutcome {
   return { violations: [], errorsSurfaced: 0, lostEvents: 0, absences: 0 };
 }
 
-type Attempt<T> = { ok: true; value: T } | { ok: false; error: TidemarkError | undefined };
+/** The settled result of a store call made through {@link Checker.attempt}. */
+export type Attempt<T> = { ok: true; value: T } | { ok: false; error: TidemarkError | undefined };
 
 /** Options of {@link runWorkload}. */
 export interface WorkloadRunOptions {
@@ -45,11 +46,13 @@ export interface WorkloadRunOptions {
 export class Checker {
   readonly outcome = emptyOutcome();
 
+  /** Records a broken invariant. */
   violation(kind: Violation['kind'], detail: string): void {
     this.outcome.violations.push({ kind, detail });
     if (kind === 'false-absence') this.outcome.absences++;
   }
 
+  /** Runs a store call; a rejection that is not a TidemarkError is an `untyped-error` violation. */
   async attempt<T>(what: string, call: () => Promise<T>): Promise<Attempt<T>> {
     try {
       return { ok: true, value: await call() };
@@ -78,7 +81,7 @@ export class Checker {
   /** Checks a load() outcome against the model; returns the acknowledged events missing. */
   load(
     session: ModelSession,
-    result: Attempt<{ events: import('@tidemark/core').SessionEvent[] }>,
+    result: Attempt<{ events: SessionEvent[] }>,
     allowInDoubt: boolean,
     allowResurrection = false,
   ): number {
