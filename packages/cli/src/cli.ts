@@ -617,17 +617,17 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     throw new CliError('USAGE', 'migrate: --from and --to are the same store');
   const from = await open(ctx, fromAddress);
   const to = await open(ctx, toAddress);
-  const ids: string[] = [];
+  const summaries = new Map<string, SessionSummary>();
   const problems: { id: string; code: string; message: string }[] = [];
   let cursor: string | undefined;
   do {
     const page = await from.store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    // Oldest first, so that a resumed migration finds the same order.
-    ids.push(...page.sessions.map((s) => s.id));
+    for (const summary of page.sessions) summaries.set(summary.id, summary);
     problems.push(...page.problems.map((p) => ({ id: p.id, code: p.error.code, message: p.error.message })));
     cursor = page.nextCursor;
   } while (cursor !== undefined);
-  ids.sort();
+  // In id order, so that a resumed migration walks the sessions in the same order.
+  const ids = [...summaries.keys()].sort();
   const audit = auditLog(ctx);
   const tty = ctx.io.stderr.isTTY === true;
   const results: { id: string; outcome: string; events: number; appended: number; hash: string }[] = [];
@@ -637,7 +637,8 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     const id = ids[i]!;
     if (tty) ctx.io.stderr.write(`\r${progressBar(i, ids.length, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
     try {
-      const result = await copySession(from.store, to.store, id);
+      // The summary from list spares a load: the source is only read, never repaired.
+      const result = await copySession(from.store, to.store, id, { sourceSummary: summaries.get(id)! });
       results.push({
         id,
         outcome: result.outcome,

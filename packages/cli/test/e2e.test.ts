@@ -194,6 +194,19 @@ describe.skipIf(unavailable.jsonl !== undefined)(`tidemark on JSONL ${unavailabl
     expect(tidemark(['trash', 'list']).stdout).toContain('the trash is empty');
   });
 
+  it('migrate only reads the source: a torn tail there stays for verify and repair', () => {
+    tidemark(['import'], exportText('src1'));
+    const [file] = jsonlFiles(join(home, 'sessions'));
+    appendFileSync(file!, '\u0000\u0000\u0000\u0000');
+    const size = statSync(file!).size;
+    const run = tidemark(['migrate', '--from', 'jsonl:sessions', '--to', 'jsonl:copy', '--json']);
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ ok: true, copied: 1, events: 6 });
+    expect(statSync(file!).size).toBe(size);
+    expect(tidemark(['verify']).stdout).toContain('torn src1');
+    expect(tidemark(['--store', 'jsonl:copy', 'verify']).status).toBe(0);
+  });
+
   it('says "audited but missing" for a session the store lost', () => {
     tidemark(['import'], exportText('lost1'));
     for (const file of jsonlFiles(join(home, 'sessions'))) {

@@ -60,6 +60,8 @@ export interface CopyOptions {
   attrs?: (source: SessionSummary['attrs']) => SessionSummary['attrs'];
   /** Called after each batch lands with the number of events present in the target. */
   onProgress?: (copied: number, total: number) => void;
+  /** The source's summary, if the caller has it (from `list`): saves loading the session. */
+  sourceSummary?: SessionSummary;
 }
 
 /** The outcome of {@link copySession}. */
@@ -88,8 +90,12 @@ async function readAll(store: SessionStore, id: string): Promise<SessionEvent[]>
  * tags, firstPrompt, attrs) and byte-identical events, then verifies the target by reading it
  * back and comparing counts and content hashes.
  *
+ * The source is only read: events are streamed through `read()` in batches (memory bounded by
+ * `batchEvents`, plus one hash per event), so a copy never repairs or otherwise changes the
+ * source. Pass `sourceSummary` when you have it (from `list`) to avoid loading the session.
+ *
  * Note: `createdAt` of the copy is the time of the copy, because `SessionStore.create` takes no
- * creation time; the original is kept in the audit log by the callers.
+ * creation time; callers keep the original in the audit log.
  *
  * @throws TidemarkError CONFLICT when the target holds a session with this id whose events are
  * not a prefix of the source's; CORRUPT when the verification fails; any error of either store.
@@ -101,48 +107,71 @@ export async function copySession(
   options: CopyOptions = {},
 ): Promise<CopyResult> {
   const chunk = options.batchEvents ?? 512;
-  const source = await from.load(id);
-  const sourceHashes = source.events.map(eventHash);
-  const total = source.events.length;
-  let fromSeq = 0;
-  let outcome: CopyResult['outcome'] = 'copied';
-  if (await to.has(id)) {
-    const targetHashes = (await readAll(to, id)).map(eventHash);
-    const plan = planCopy(sourceHashes, targetHashes);
-    if (plan.kind === 'diverged') {
-      throw new TidemarkError(
-        'CONFLICT',
-        `session ${id}: the target already holds different events (from seq ${plan.atSeq})`,
-        {
-          sessionId: id,
-        },
-      );
-    }
-    fromSeq = plan.kind === 'complete' ? total : plan.fromSeq;
-    outcome = plan.kind === 'complete' ? 'complete' : 'resumed';
-  } else {
+  const summary = options.sourceSummary ?? (await from.load(id)).summary;
+  const targetHashes = (await to.has(id)) ? (await readAll(to, id)).map(eventHash) : undefined;
+  const diverged = (atSeq: number) =>
+    new TidemarkError(
+      'CONFLICT',
+      `session ${id}: the target already holds different events (from seq ${atSeq})`,
+      {
+        sessionId: id,
+      },
+    );
+  const attrs = options.attrs === undefined ? summary.attrs : options.attrs(summary.attrs);
+  const patch: SummaryPatch = {};
+  if (summary.firstPrompt !== undefined) patch.firstPrompt = summary.firstPrompt;
+  if (attrs !== undefined) patch.attrs = attrs;
+  const hasPatch = Object.keys(patch).length > 0;
+
+  let created = targetHashes !== undefined;
+  const ensureCreated = async () => {
+    if (created) return;
     const init: CreateInit = { id };
-    if (source.meta.cwd !== undefined) init.cwd = source.meta.cwd;
-    if (source.meta.parent !== undefined) init.parent = source.meta.parent;
-    if (source.summary.title !== undefined) init.title = source.summary.title;
-    if (source.summary.tags !== undefined) init.tags = source.summary.tags;
+    if (summary.cwd !== undefined) init.cwd = summary.cwd;
+    if (summary.parent !== undefined) init.parent = summary.parent;
+    if (summary.title !== undefined) init.title = summary.title;
+    if (summary.tags !== undefined) init.tags = summary.tags;
     try {
       await to.create(init);
     } catch (error) {
       // Pending in this very instance from an earlier attempt that failed before its first batch.
       if (!(error instanceof TidemarkError && error.code === 'ALREADY_EXISTS')) throw error;
     }
+    // Kept by the store for the first batch, so the copy appears with its summary fields.
+    if (hasPatch) await to.update(id, patch);
+    created = true;
+  };
+
+  const sourceHashes: string[] = [];
+  const fromSeq = targetHashes?.length ?? 0;
+  let pending: SessionEvent[] = [];
+  const expected = Math.max(summary.eventCount, fromSeq);
+  const flush = async () => {
+    if (pending.length === 0) return;
+    await ensureCreated();
+    await to.append(id, pending);
+    options.onProgress?.(pending[pending.length - 1]!.seq + 1, expected);
+    pending = [];
+  };
+  for await (const event of from.read(id)) {
+    const hash = eventHash(event);
+    const seq = sourceHashes.length;
+    sourceHashes.push(hash);
+    if (targetHashes !== undefined && seq < targetHashes.length) {
+      if (targetHashes[seq] !== hash) throw diverged(seq);
+      continue;
+    }
+    pending.push(event);
+    if (pending.length >= chunk) await flush();
   }
-  const attrs = options.attrs === undefined ? source.summary.attrs : options.attrs(source.summary.attrs);
-  const patch: SummaryPatch = {};
-  if (source.summary.firstPrompt !== undefined) patch.firstPrompt = source.summary.firstPrompt;
-  if (attrs !== undefined) patch.attrs = attrs;
-  if (fromSeq === 0 && total > 0 && Object.keys(patch).length > 0) await to.update(id, patch); // kept for the first batch
-  for (let seq = fromSeq; seq < total; seq += chunk) {
-    await to.append(id, source.events.slice(seq, seq + chunk));
-    options.onProgress?.(Math.min(seq + chunk, total), total);
-  }
-  if (fromSeq > 0 && Object.keys(patch).length > 0) await to.update(id, patch);
+  await flush();
+  const total = sourceHashes.length;
+  if (targetHashes !== undefined && targetHashes.length > total) throw diverged(total);
+  const outcome: CopyResult['outcome'] =
+    targetHashes === undefined ? 'copied' : targetHashes.length === total ? 'complete' : 'resumed';
+  // A target that existed already gets the summary fields now (e.g. the trash record).
+  if (targetHashes !== undefined && hasPatch) await to.update(id, patch);
+
   const copied = (await readAll(to, id)).map(eventHash);
   const hash = logHash(sourceHashes);
   if (copied.length !== total || logHash(copied) !== hash) {
@@ -156,5 +185,5 @@ export async function copySession(
       },
     );
   }
-  return { id, events: total, appended: total - fromSeq, outcome, hash, source: source.summary };
+  return { id, events: total, appended: total - fromSeq, outcome, hash, source: summary };
 }

@@ -159,7 +159,7 @@ export class Lifecycle {
     if (dryRun) return report;
     for (const summary of plan.toTrash) {
       try {
-        await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays });
+        await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays }, summary);
         report.trashed.push(summary.id);
       } catch (error) {
         if (!isTidemarkError(error)) throw error;
@@ -284,10 +284,12 @@ export class Lifecycle {
     reason: 'pruned' | 'deleted',
     now: Date,
     details: { [key: string]: JsonValue },
+    summary?: SessionSummary,
   ): Promise<TrashEntry> {
     const { store, storeAddress, trash, trashAddress } = this.options;
     const trashedAt = now.toISOString();
     const copy = await copySession(store, trash, id, {
+      ...(summary !== undefined && { sourceSummary: summary }),
       attrs: (original) => ({
         [TRASH_ATTR]: {
           trashedAt,
