@@ -1,7 +1,15 @@
 // End-to-end tests of the built binary, as a user runs it: `node dist/bin.js ...` in a temporary
 // TIDEMARK_HOME, with output captured from real pipes (not a TTY).
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  chmodSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -26,12 +34,13 @@ interface Run {
   stderr: string;
 }
 
-function tidemark(args: string[], input?: string, env: NodeJS.ProcessEnv = {}): Run {
+function tidemark(args: string[], input?: string, env: NodeJS.ProcessEnv = {}, asUser?: number): Run {
   const result = spawnSync(process.execPath, [BIN, ...args], {
     encoding: 'utf8',
     input: input ?? '',
-    cwd: home,
+    cwd: asUser === undefined ? home : '/',
     env: { PATH: process.env.PATH, TIDEMARK_HOME: home, ...env },
+    ...(asUser !== undefined && { uid: asUser, gid: asUser }),
   });
   return { status: result.status ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
@@ -316,6 +325,25 @@ describe('errors and usage', () => {
     const run = tidemark(['--store', `sqlite:${join(file, 'db.sqlite')}`, 'list']);
     expectOneErrorLine(run, 'IO', 9);
   });
+
+  // Root is never denied by chmod; a real EACCES needs an unprivileged process.
+  it.skipIf(process.getuid?.() !== 0 || unavailable.jsonl !== undefined)(
+    'reports permission denied as IO, never as absence (as uid 65534)',
+    () => {
+      expect(tidemark(['import'], exportText('mine')).status).toBe(0);
+      // the home is readable (so config.json is simply absent for nobody); the store dir is 0700
+      chmodSync(home, 0o755);
+      expect(statSync(join(home, 'sessions')).mode & 0o777).toBe(0o700);
+      for (const args of [['list'], ['show', 'mine'], ['verify', 'mine'], ['export', 'mine']]) {
+        const run = tidemark(args, undefined, {}, 65534);
+        expectOneErrorLine(run, 'IO', 9);
+        expect(run.stderr).toMatch(/EACCES|permission denied/i);
+        expect(run.stderr).toContain(join(home, 'sessions'));
+      }
+      // and the session is still there for its owner
+      expect(tidemark(['show', 'mine']).status).toBe(0);
+    },
+  );
 
   it('writes config.json 0600 and uses its default store', () => {
     expect(tidemark(['config', '--set-store', 'memory:']).status).toBe(0);
