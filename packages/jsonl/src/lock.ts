@@ -10,8 +10,10 @@
 // and racing appends never both win a seq.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { dirname } from 'node:path';
 import { errnoOf, errors, type FileSystem, isENOENT, type TidemarkError, toIoError } from '@tidemark/core';
 import { io, ioOrAbsent, quietly } from './errors.js';
+import { tempPath } from './layout.js';
 
 /** What the lock file says. */
 interface LockRecord {
@@ -48,8 +50,6 @@ function held(fs: FileSystem): Map<string, { token: string; holder: LockHolder }
   return map;
 }
 
-/** A lock file younger than this with unreadable content may be one being written right now. */
-const FRESH_LOCK_MS = 10_000;
 const HOST = hostname();
 
 /** Whether a process is alive. EPERM means it exists but belongs to someone else. */
@@ -107,24 +107,29 @@ export async function acquireLock(
   throw errors.conflict(`session ${id} is locked by another writer (${path})`, id, true);
 }
 
+/**
+ * Creates the lock with its content in one step: the record is written to an exclusive temp file
+ * that is then linked to the lock path (EEXIST: held). A writer killed at any instant therefore
+ * never leaves an empty lock that would look like one being written.
+ */
 async function tryCreate(fs: FileSystem, path: string, id: string, content: Uint8Array): Promise<boolean> {
-  let handle: Awaited<ReturnType<FileSystem['open']>>;
+  const temp = tempPath(dirname(path));
+  const handle = await io(`creating ${temp}`, id, () => fs.open(temp, 'wx', 0o600));
   try {
-    handle = await fs.open(path, 'wx', 0o600);
+    try {
+      let done = 0;
+      while (done < content.length) done += await handle.write(content, done, content.length - done, done);
+    } finally {
+      await quietly(() => handle.close());
+    }
+    await fs.link(temp, path);
+    return true;
   } catch (error) {
     if (errnoOf(error) === 'EEXIST') return false;
     throw errorFor(error, `creating lock ${path}`, id);
+  } finally {
+    await quietly(() => fs.unlink(temp));
   }
-  try {
-    let done = 0;
-    while (done < content.length) done += await handle.write(content, done, content.length - done, done);
-  } catch (error) {
-    await quietly(() => handle.close());
-    await quietly(() => fs.unlink(path));
-    throw errorFor(error, `writing lock ${path}`, id);
-  }
-  await io(`closing lock ${path}`, id, () => handle.close());
-  return true;
 }
 
 function errorFor(error: unknown, what: string, id: string): TidemarkError {
@@ -137,11 +142,8 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
   if (bytes === undefined) return; // released meanwhile: try again
   const record = parseRecord(bytes);
   if (record === undefined) {
-    const stat = await ioOrAbsent(`inspecting lock ${path}`, id, () => fs.lstat(path));
-    if (stat === undefined) return;
-    if (Date.now() - stat.mtimeMs < FRESH_LOCK_MS) {
-      throw errors.conflict(`session ${id} is being locked by another writer (${path})`, id, true);
-    }
+    // Locks are published complete (link of a written file), so unreadable content can only be
+    // the remains of a power loss, after which no holder is alive: stale.
   } else if (record.pid === process.pid && record.host === HOST) {
     const local = held(fs).get(path);
     if (local !== undefined && local.token === record.token) {
