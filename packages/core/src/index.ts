@@ -9,7 +9,7 @@ export * from './event.js';
 export * from './fs-port.js';
 export * from './ids.js';
 export * from './json.js';
+export * from './resume.js';
 export * from './session.js';
 export * from './store.js';
 export * from './writer.js';
-export * from './resume.js';

@@ -2,7 +2,7 @@
 // (seq checks and idempotent retry), summary bookkeeping and list ordering. Backends only do I/O.
 import { advanceCommitState, type BoundaryPredicate } from './boundary.js';
 import { TidemarkError } from './errors.js';
-import type { PreparedEvent, SessionEvent } from './event.js';
+import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
 import { assertJsonValue, cloneJson, type JsonValue, jsonEqual } from './json.js';
 import type { CreateInit, ListQuery, SessionMeta, SessionSummary, SummaryPatch } from './store.js';
@@ -60,13 +60,17 @@ export function validateCreate(init: unknown, generate: () => string): ValidCrea
   }
   const given = (init ?? {}) as CreateInit;
   for (const key of Object.keys(given)) {
-    if (!['id', 'cwd', 'parent', 'title', 'tags'].includes(key)) {
+    if (!['id', 'createdAt', 'cwd', 'parent', 'title', 'tags'].includes(key)) {
       throw new TidemarkError('INVALID', `create: unknown field ${JSON.stringify(key)}`);
     }
   }
   const id = given.id === undefined ? generate() : given.id;
   assertValidId(id, 'create: id');
-  const meta: Omit<SessionMeta, 'formatVersion'> = { id, createdAt: nowIso() };
+  if (given.createdAt !== undefined && !isIsoTime(given.createdAt)) {
+    throw new TidemarkError('INVALID', 'create: createdAt must be an ISO-8601 timestamp with a zone');
+  }
+  const createdAt = given.createdAt === undefined ? nowIso() : new Date(given.createdAt).toISOString();
+  const meta: Omit<SessionMeta, 'formatVersion'> = { id, createdAt };
   if (given.cwd !== undefined) {
     assertText(given.cwd, 'create: cwd');
     meta.cwd = given.cwd;

@@ -46,6 +46,11 @@ export interface SessionSummary {
 export interface CreateInit {
   /** Session id; a time-ordered id is generated when omitted. */
   id?: string;
+  /**
+   * Creation time (ISO-8601 with a zone), for copies that keep the original's: import, migrate,
+   * trash and restore. The current time when omitted.
+   */
+  createdAt?: string;
   cwd?: string;
   parent?: ParentRef;
   title?: string;

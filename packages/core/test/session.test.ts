@@ -148,6 +148,8 @@ describe('validation of create, update and list', () => {
     expect(meta).toMatchObject({ id: 'abc', cwd: '/w', parent: { id: 'p', seq: 4 } });
     expect(patch).toEqual({ title: 'T', tags: ['a'] });
     expect(isValidId(validateCreate(undefined, generateId).meta.id)).toBe(true);
+    const copied = validateCreate({ id: 'c', createdAt: '2026-01-02T03:04:05+01:00' }, generateId).meta;
+    expect(copied.createdAt).toBe('2026-01-02T02:04:05.000Z');
   });
   it.each([
     [{ id: '../x' }],
@@ -155,6 +157,7 @@ describe('validation of create, update and list', () => {
     [{ parent: { id: 'p' } }],
     [{ parent: { id: '/', seq: 1 } }],
     [{ tags: 'a' }],
+    [{ createdAt: 'yesterday' }],
     [{ bogus: 1 }],
     ['str'],
   ])('rejects create(%j)', (init) => {
