@@ -94,8 +94,7 @@ async function readAll(store: SessionStore, id: string): Promise<SessionEvent[]>
  * `batchEvents`, plus one hash per event), so a copy never repairs or otherwise changes the
  * source. Pass `sourceSummary` when you have it (from `list`) to avoid loading the session.
  *
- * Note: `createdAt` of the copy is the time of the copy, because `SessionStore.create` takes no
- * creation time; callers keep the original in the audit log.
+ * The copy keeps the source's `createdAt`; its `updatedAt` is the time of the copy.
  *
  * @throws TidemarkError CONFLICT when the target holds a session with this id whose events are
  * not a prefix of the source's; CORRUPT when the verification fails; any error of either store.
@@ -126,7 +125,7 @@ export async function copySession(
   let created = targetHashes !== undefined;
   const ensureCreated = async () => {
     if (created) return;
-    const init: CreateInit = { id };
+    const init: CreateInit = { id, createdAt: summary.createdAt };
     if (summary.cwd !== undefined) init.cwd = summary.cwd;
     if (summary.parent !== undefined) init.parent = summary.parent;
     if (summary.title !== undefined) init.title = summary.title;

@@ -188,6 +188,8 @@ describe('trash', () => {
     expect(summary.attrs?.[TRASH_ATTR]).toBeUndefined();
     expect(summary.cwd).toBe('/p');
     expect(summary.firstPrompt).toBe(before.summary.firstPrompt);
+    expect(after.meta.createdAt).toBe(before.meta.createdAt);
+    expect(summary.createdAt).toBe(before.summary.createdAt);
     expect(await lifecycle.trashList()).toEqual([]);
     expect((await lifecycle.audit.read()).entries.map((e) => e.action)).toEqual(['deleted', 'restored']);
   });
