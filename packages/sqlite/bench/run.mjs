@@ -11,6 +11,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from '../dist/index.js';
+import { eventChecksum } from '../dist/rows.js';
 import { connectionOf } from '../dist/store.js';
 
 const size = (name, fallback) => Number(process.env[name] ?? fallback);
@@ -47,9 +48,13 @@ async function generate(path, sessions, perSession) {
      VALUES (?, 1, ?, ?, ?, ?, ?, 0)`,
   );
   const insertEvent = db.prepare(
-    'INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)',
+    'INSERT INTO events (session_id, seq, type, time, data, crc) VALUES (?, ?, ?, ?, ?, ?)',
   );
   const data = JSON.stringify(eventData(1));
+  const crcOf = {
+    'tool/call': eventChecksum('tool/call', TIME, data),
+    'turn/end': eventChecksum('turn/end', TIME, data),
+  };
   const chunk = Math.max(1, Math.floor(200_000 / perSession));
   for (let start = 0; start < sessions; start += chunk) {
     db.transaction(() => {
@@ -58,7 +63,8 @@ async function generate(path, sessions, perSession) {
         const updated = new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
         insertSession.run(id, TIME, updated, `/cwd/${s % 10}`, perSession, perSession - 1);
         for (let seq = 0; seq < perSession; seq++) {
-          insertEvent.run(id, seq, seq === perSession - 1 ? 'turn/end' : 'tool/call', TIME, data);
+          const type = seq === perSession - 1 ? 'turn/end' : 'tool/call';
+          insertEvent.run(id, seq, type, TIME, data, crcOf[type]);
         }
       }
     })();

@@ -3,7 +3,7 @@
 import { boundaryPredicate, commitStateOf, type ErrorLocation, TidemarkError } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { isCorruptionCode, mapSqliteError, sqliteCodeOf } from './errors.js';
-import { eventRowKey, rowToSummary, type SessionRow } from './rows.js';
+import { eventChecksum, eventRowKey, rowToSummary, type SessionRow } from './rows.js';
 
 /** Where quarantined rows of a session are kept, as reported in `LoadedSession.recovered`. */
 export function quarantineAddress(file: string, sessionId: string): string {
@@ -23,8 +23,8 @@ export function cutTail(
 ): { cutEvents: number; quarantinedAt: string } {
   const moved = db
     .prepare(
-      `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
-       SELECT session_id, seq, type, time, data, 'interrupted-tail', ? FROM events
+      `INSERT INTO quarantine (session_id, seq, type, time, data, crc, reason, quarantined_at)
+       SELECT session_id, seq, type, time, data, crc, 'interrupted-tail', ? FROM events
        WHERE session_id = ? AND seq > ? ORDER BY seq`,
     )
     .run(now, sessionId, committedSeq).changes;
@@ -52,6 +52,8 @@ export type SqliteProblemKind =
   | 'seq-gap'
   /** An event's `data` column is not JSON. */
   | 'unparsable'
+  /** An event row does not match its CRC-32 (bytes changed inside the row). */
+  | 'checksum'
   /** The summary's event count differs from the rows in `events`. */
   | 'count-mismatch'
   /** A summary row holds values no append or update writes. */
@@ -138,6 +140,28 @@ export async function verifySqliteStore(file: string): Promise<SqliteVerifyRepor
         sessionId: row.session_id,
         message: `session ${row.session_id}: event ${row.seq} has data that is not JSON`,
         location: { file, table: 'events', row: eventRowKey(row.session_id, row.seq), seq: row.seq },
+      });
+    }
+    // Checksums need JS (SQLite has no CRC-32): one pass over every event row.
+    let mismatches = 0;
+    const rows = db.prepare('SELECT session_id, seq, type, time, data, crc FROM events').raw();
+    for (const [sessionId, seq, type, time, data, crc] of rows.iterate() as IterableIterator<unknown[]>) {
+      const intact =
+        typeof type === 'string' &&
+        typeof time === 'string' &&
+        typeof data === 'string' &&
+        eventChecksum(type, time, data) === crc;
+      if (intact || ++mismatches > MAX_FINDINGS) continue;
+      problem({
+        kind: 'checksum',
+        sessionId: String(sessionId),
+        message: `session ${String(sessionId)}: event ${String(seq)} does not match its checksum`,
+        location: {
+          file,
+          table: 'events',
+          row: eventRowKey(String(sessionId), Number(seq)),
+          seq: Number(seq),
+        },
       });
     }
     const counts = db
@@ -227,7 +251,7 @@ export async function repairSqliteStore(
       db.pragma('synchronous = FULL');
       const conn = db;
       const rowsOf = conn
-        .prepare('SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq')
+        .prepare('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
         .raw();
       conn
         .transaction(() => {
@@ -237,23 +261,16 @@ export async function repairSqliteStore(
               | SessionRow
               | undefined;
             if (session === undefined) continue;
-            // The sound prefix: contiguous seqs from 0 whose data parses.
+            // The sound prefix: contiguous seqs from 0 that match their checksum and parse.
             const kept: { seq: number; type: string }[] = [];
             for (const row of rowsOf.iterate(id) as IterableIterator<unknown[]>) {
-              const [seq, type, , data] = row;
-              if (
-                seq !== kept.length ||
-                typeof type !== 'string' ||
-                typeof data !== 'string' ||
-                !parses(data)
-              )
-                break;
-              kept.push({ seq, type });
+              if (!sound(row, kept.length)) break;
+              kept.push({ seq: row[0] as number, type: row[1] as string });
             }
             const moved = conn
               .prepare(
-                `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
-               SELECT session_id, seq, type, time, data, 'repair', ? FROM events WHERE session_id = ? AND seq >= ?`,
+                `INSERT INTO quarantine (session_id, seq, type, time, data, crc, reason, quarantined_at)
+               SELECT session_id, seq, type, time, data, crc, 'repair', ? FROM events WHERE session_id = ? AND seq >= ?`,
               )
               .run(now, id, kept.length).changes;
             conn.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?').run(id, kept.length);
@@ -298,9 +315,14 @@ function readable(row: SessionRow, file: string): boolean {
   }
 }
 
-function parses(text: string): boolean {
+/** Whether an events row `[seq, type, time, data, crc]` is the intact event `seq`. */
+function sound(row: readonly unknown[], seq: number): boolean {
+  const [rowSeq, type, time, data, crc] = row;
+  if (rowSeq !== seq || typeof type !== 'string' || typeof time !== 'string' || typeof data !== 'string')
+    return false;
+  if (eventChecksum(type, time, data) !== crc) return false;
   try {
-    JSON.parse(text);
+    JSON.parse(data);
     return true;
   } catch {
     return false;

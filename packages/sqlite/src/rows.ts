@@ -1,6 +1,7 @@
 // Pure conversions between table rows and the contract's objects. Every check of what a row may
 // hold lives here, so a damaged or hostile row becomes CORRUPT with its location, never a crash
 // with an untyped error, and never a silently shortened history.
+import { crc32 } from 'node:zlib';
 import {
   errors,
   type JsonValue,
@@ -28,8 +29,16 @@ export interface SessionRow {
   attrs: string | null;
 }
 
-/** A row of `events` in raw (array) mode: `[seq, type, time, data]`. */
+/** A row of `events` in raw (array) mode: `[seq, type, time, data, crc]`. */
 export type EventRow = readonly unknown[];
+
+/**
+ * The checksum stored with an event row: CRC-32 of `type`, NUL, `time`, NUL, then the `data`
+ * text. The key (session_id, seq) is not included: damage there shows as a gap or a foreign row.
+ */
+export function eventChecksum(type: string, time: string, data: string): number {
+  return crc32(data, crc32(`${type}\u0000${time}\u0000`));
+}
 
 /** The `row` text of a CORRUPT location in `events`. */
 export function eventRowKey(sessionId: string, seq: number): string {
@@ -229,9 +238,21 @@ export function decodeEventRows(
     const type = row[1];
     const time = row[2];
     const data = row[3];
-    if (typeof type !== 'string' || typeof time !== 'string' || typeof data !== 'string') {
+    if (
+      typeof type !== 'string' ||
+      typeof time !== 'string' ||
+      typeof data !== 'string' ||
+      typeof row[4] !== 'number'
+    ) {
       throw errors.corrupt(
         `session ${sessionId}: event ${expected} has a non-text column in table events of ${file}`,
+        { file, table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
+        sessionId,
+      );
+    }
+    if (eventChecksum(type, time, data) !== row[4]) {
+      throw errors.corrupt(
+        `session ${sessionId}: event ${expected} does not match its checksum in table events of ${file}`,
         { file, table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
         sessionId,
       );

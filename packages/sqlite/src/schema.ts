@@ -22,6 +22,9 @@ export const SQLITE_APPLICATION_ID = 0x54444d4b;
  *   rows scattered among other sessions' writes) and makes an append touch one b-tree, not two;
  *   large `data` spills to overflow pages as in any table. `sessions` is WITHOUT ROWID for the
  *   same one-b-tree reason.
+ * - `events.crc` is a CRC-32 of type, time and data: SQLite checks its pages' structure but not the
+ *   bytes inside a row, and a flipped byte in a JSON string would otherwise read back as a
+ *   different, valid event.
  * - `quarantine` keeps rows that a repair or `tail: 'cut'` took out of a log; it has no foreign
  *   key, so quarantined rows outlive the session.
  */
@@ -51,6 +54,7 @@ export const MIGRATIONS: readonly string[] = [
     type       TEXT    NOT NULL,
     time       TEXT    NOT NULL,
     data       TEXT    NOT NULL,
+    crc        INTEGER NOT NULL,
     PRIMARY KEY (session_id, seq)
   ) STRICT, WITHOUT ROWID;
   CREATE TABLE quarantine (
@@ -60,6 +64,7 @@ export const MIGRATIONS: readonly string[] = [
     type           TEXT,
     time           TEXT,
     data           TEXT,
+    crc            INTEGER,
     reason         TEXT    NOT NULL,
     quarantined_at TEXT    NOT NULL
   ) STRICT;

@@ -52,6 +52,7 @@ import {
   decodeAppendHead,
   decodeEventRows,
   type EventRow,
+  eventChecksum,
   rowToMeta,
   rowToSummary,
   type SessionRow,
@@ -124,16 +125,16 @@ function prepareStatements(db: Database.Database) {
         interrupted = @interrupted, title = @title, first_prompt = @first_prompt, tags = @tags, attrs = @attrs
        WHERE id = @id`,
     ),
-    insertEvent: db.prepare<[string, number, string, string, string]>(
-      'INSERT INTO events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)',
+    insertEvent: db.prepare<[string, number, string, string, string, number]>(
+      'INSERT INTO events (session_id, seq, type, time, data, crc) VALUES (?, ?, ?, ?, ?, ?)',
     ),
     eventRange: db
       .prepare<[string, number, number]>(
-        'SELECT seq, type, time, data FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq',
+        'SELECT seq, type, time, data, crc FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq',
       )
       .raw(),
     allEvents: db
-      .prepare<[string]>('SELECT seq, type, time, data FROM events WHERE session_id = ? ORDER BY seq')
+      .prepare<[string]>('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
       .raw(),
     deleteEvents: db.prepare<[string]>('DELETE FROM events WHERE session_id = ?'),
     deleteSession: db.prepare<[string]>('DELETE FROM sessions WHERE id = ?'),
@@ -301,7 +302,9 @@ class SqliteStore implements SessionStore {
           });
         }
         for (const item of batch) {
-          this.stmts.insertEvent.run(id, item.event.seq, item.event.type, item.event.time, dataJsonOf(item));
+          const { seq, type, time } = item.event;
+          const data = dataJsonOf(item);
+          this.stmts.insertEvent.run(id, seq, type, time, data, eventChecksum(type, time, data));
         }
         return { nextSeq: nextSeq + batch.length };
       });

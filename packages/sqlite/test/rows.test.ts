@@ -5,6 +5,7 @@ import {
   dataJsonOf,
   decodeAppendHead,
   decodeEventRows,
+  eventChecksum,
   rowToMeta,
   rowToSummary,
   type SessionRow,
@@ -107,11 +108,14 @@ describe('rowToSummary / summaryColumns', () => {
 });
 
 describe('decodeEventRows', () => {
-  const good = [
-    [5, 'a', 't', '{"x":1}'],
-    [6, 'b', 't', 'null'],
-    [7, 'c', 't', '"__proto__"'],
+  const row = (seq: unknown, type: string, time: string, data: string) => [
+    seq,
+    type,
+    time,
+    data,
+    eventChecksum(type, time, data),
   ];
+  const good = [row(5, 'a', 't', '{"x":1}'), row(6, 'b', 't', 'null'), row(7, 'c', 't', '"__proto__"')];
 
   it('decodes contiguous rows', () => {
     expect(decodeEventRows('s', good, 5, FILE)).toEqual([
@@ -123,7 +127,7 @@ describe('decodeEventRows', () => {
   });
 
   it('keeps __proto__ as an ordinary key', () => {
-    const [event] = decodeEventRows('s', [[0, 'a', 't', '{"__proto__":{"polluted":true}}']], 0, FILE);
+    const [event] = decodeEventRows('s', [row(0, 'a', 't', '{"__proto__":{"polluted":true}}')], 0, FILE);
     expect(Object.getPrototypeOf(event!.data)).toBe(Object.prototype);
     expect(Object.hasOwn(event!.data as object, '__proto__')).toBe(true);
     expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
@@ -133,10 +137,14 @@ describe('decodeEventRows', () => {
     ['a gap', [good[0]!, good[2]!], 6],
     ['a wrong start', good, 4],
     ['a duplicate', [good[0]!, good[0]!], 6],
-    ['a non-integer seq', [['5', 'a', 't', '1']], 5],
-    ['a non-text type', [[5, 1, 't', '1']], 5],
-    ['a blob data', [[5, 'a', 't', Buffer.from('1')]], 5],
-    ['unparsable data', [[5, 'a', 't', '{"x":']], 5],
+    ['a non-integer seq', [row('5', 'a', 't', '1')], 5],
+    ['a non-text type', [[5, 1, 't', '1', 0]], 5],
+    ['a blob data', [[5, 'a', 't', Buffer.from('1'), 0]], 5],
+    ['a missing checksum', [[5, 'a', 't', '1', null]], 5],
+    ['a changed byte in data', [[5, 'a', 't', '{"x":2}', eventChecksum('a', 't', '{"x":1}')]], 5],
+    ['a changed type', [[5, 'b', 't', '1', eventChecksum('a', 't', '1')]], 5],
+    ['a changed time', [[5, 'a', 'u', '1', eventChecksum('a', 't', '1')]], 5],
+    ['unparsable data', [row(5, 'a', 't', '{"x":')], 5],
   ])('reports %s as CORRUPT at the expected seq', (_, rows, seq) => {
     const first = rows === good ? 4 : 5;
     let error: unknown;
