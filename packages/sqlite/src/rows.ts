@@ -37,6 +37,9 @@ export type EventRow = readonly unknown[];
  * text. The key (session_id, seq) is not included: damage there shows as a gap or a foreign row.
  */
 export function eventChecksum(type: string, time: string, data: string): number {
+  // Equal values either way (CRC-32 streams); one native call is cheaper for the usual small event,
+  // two calls avoid copying a large payload into a concatenated string.
+  if (data.length < 4096) return crc32(`${type}\u0000${time}\u0000${data}`);
   return crc32(data, crc32(`${type}\u0000${time}\u0000`));
 }
 

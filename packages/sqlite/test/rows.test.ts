@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { prepareEvent, type SessionSummary } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -172,6 +173,15 @@ describe('decodeEventRows', () => {
         },
       ),
     );
+  });
+});
+
+describe('eventChecksum', () => {
+  it('is the CRC-32 of type NUL time NUL data, for small and large data alike', () => {
+    for (const data of ['1', 'é'.repeat(3000), 'x'.repeat(5000), '"😀"'.repeat(2000)]) {
+      expect(eventChecksum('t', 'u', data)).toBe(crc32(Buffer.from(`t\u0000u\u0000${data}`, 'utf8')));
+    }
+    expect(eventChecksum('a', 'b', 'c')).not.toBe(eventChecksum('a', 'bc', ''));
   });
 });
 
