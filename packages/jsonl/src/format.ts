@@ -209,27 +209,48 @@ function isSeq(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
-/** Decodes an event line `bytes[start..end)` (without its newline). Never throws. */
+/** Decodes an event line `bytes[start..end)` (without its newline), saying why it fails. Never throws. */
 export function decodeEventLine(bytes: Uint8Array, start: number, end: number): Decoded<DecodedLine> {
   const line = parseLine(bytes, start, end);
   if (!line.ok) return line;
-  const { seq, type, time, data, end: last, at } = line.value;
-  if (!isSeq(seq) || !isSeq(last) || last < seq)
-    return { ok: false, defect: 'shape', detail: 'bad seq or end' };
+  const value = eventLineOf(line.value);
+  if (typeof value === 'string') return { ok: false, defect: 'shape', detail: value };
+  return { ok: true, value };
+}
+
+/**
+ * The scanner's decoder: the line, or undefined when it is not a valid event line. Same rules as
+ * {@link decodeEventLine} without building a reason, since a load checks every line.
+ */
+export function readEventLine(bytes: Uint8Array, start: number, end: number): DecodedLine | undefined {
+  if (!checksumMatches(bytes, start, end)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8(bytes, start, end));
+  } catch {
+    return undefined;
+  }
+  if (!isPlainObject(parsed)) return undefined;
+  const value = eventLineOf(parsed);
+  return typeof value === 'string' ? undefined : value;
+}
+
+/** The event line in a parsed object, or what is wrong with it. */
+function eventLineOf(line: Record<string, unknown>): DecodedLine | string {
+  const { seq, type, time, data, end: last, at } = line;
+  if (!isSeq(seq) || !isSeq(last) || last < seq) return 'bad seq or end';
   if (
     typeof type !== 'string' ||
     type.length === 0 ||
     typeof time !== 'string' ||
-    !Object.hasOwn(line.value, 'data')
+    !Object.hasOwn(line, 'data')
   ) {
-    return { ok: false, defect: 'shape', detail: 'an event needs type, time and data' };
+    return 'an event needs type, time and data';
   }
-  if (seq === last && typeof at !== 'string') {
-    return { ok: false, defect: 'shape', detail: 'the closing line of a batch needs `at`' };
-  }
+  if (seq === last && typeof at !== 'string') return 'the closing line of a batch needs `at`';
   const value: DecodedLine = { event: { seq, type, time, data: data as JsonValue }, end: last };
   if (typeof at === 'string') value.at = at;
-  return { ok: true, value };
+  return value;
 }
 
 /** Result of decoding a header line. */

@@ -17,7 +17,7 @@
 // later lines present and earlier ones not. All of those are recognised as torn: every valid
 // line after the damage has the torn batch's `end` and a seq inside it.
 import type { SessionEvent } from '@tidemark/core';
-import { type DecodedLine, decodeEventLine, decodeHeaderLine, type LogHeader } from './format.js';
+import { type DecodedLine, decodeHeaderLine, type LogHeader, readEventLine } from './format.js';
 
 /** Why the tail of a log is torn. */
 export type TornReason =
@@ -218,7 +218,7 @@ export class LogScanner {
     if (this.carryOverflow) return this.carryAllNul ? 'nul' : 'partial-line';
     if (this.carryAllNul) return 'nul';
     const line = this.takeCarry();
-    return decodeEventLine(line, 0, line.length).ok ? 'no-newline' : 'partial-line';
+    return readEventLine(line, 0, line.length) !== undefined ? 'no-newline' : 'partial-line';
   }
 
   private addCarry(bytes: Uint8Array): void {
@@ -269,16 +269,16 @@ export class LogScanner {
       }
       return;
     }
-    const decoded = decodeEventLine(bytes, start, end);
-    if (!decoded.ok) {
+    const decoded = readEventLine(bytes, start, end);
+    if (decoded === undefined) {
       this.onBadLine(offset, isNulRun(bytes, start, end) ? 'nul' : 'garbage');
       return;
     }
     if (this.damage !== undefined) {
-      this.onLineAfterDamage(decoded.value);
+      this.onLineAfterDamage(decoded);
       return;
     }
-    const { event, end: last } = decoded.value;
+    const { event, end: last } = decoded;
     const pending = this.pending;
     const expected = this.nextSeq + (pending?.events.length ?? 0);
     if (pending === undefined && event.seq !== this.nextSeq) {
@@ -295,14 +295,14 @@ export class LogScanner {
     if (pending !== undefined && (event.seq !== expected || last !== pending.end)) {
       // The unfinished batch is interrupted by a line that does not continue it.
       this.onBadLine(pending.offset, 'partial-batch');
-      this.onLineAfterDamage(decoded.value);
+      this.onLineAfterDamage(decoded);
       return;
     }
     const batch = pending ?? { offset, end: last, events: [] };
     batch.events.push(event);
     if (event.seq === last) {
       const endOffset = offset + (end - start) + 1;
-      out.push({ events: batch.events, at: decoded.value.at!, offset: batch.offset, endOffset });
+      out.push({ events: batch.events, at: decoded.at!, offset: batch.offset, endOffset });
       this.nextSeq = last + 1;
       this.eventCount += batch.events.length;
       this.committedBytes = endOffset;
