@@ -38,17 +38,12 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-/** Locks held in this process, per file system, by path: the in-process hand-over registry. */
-const registry = new WeakMap<FileSystem, Map<string, { token: string; holder: LockHolder }>>();
-
-function held(fs: FileSystem): Map<string, { token: string; holder: LockHolder }> {
-  let map = registry.get(fs);
-  if (map === undefined) {
-    map = new Map();
-    registry.set(fs, map);
-  }
-  return map;
-}
+/**
+ * Locks held by live store instances of this process, by token: the in-process hand-over
+ * registry. Keyed by token, not path, so that two spellings of one root (relative, through a
+ * symlink) or two FileSystem objects over one disk still find each other.
+ */
+const liveTokens = new Map<string, LockHolder>();
 
 const HOST = hostname();
 
@@ -95,7 +90,7 @@ export async function acquireLock(
   const content = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
   for (let attempt = 0; attempt < 4; attempt++) {
     if (await tryCreate(fs, path, id, content)) {
-      held(fs).set(path, { token: record.token, holder });
+      liveTokens.set(record.token, holder);
       return {
         path,
         token: record.token,
@@ -118,7 +113,11 @@ async function tryCreate(fs: FileSystem, path: string, id: string, content: Uint
   try {
     try {
       let done = 0;
-      while (done < content.length) done += await handle.write(content, done, content.length - done, done);
+      while (done < content.length) {
+        const n = await handle.write(content, done, content.length - done, done);
+        if (n <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
+        done += n;
+      }
     } finally {
       await quietly(() => handle.close());
     }
@@ -145,14 +144,14 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
     // Locks are published complete (link of a written file), so unreadable content can only be
     // the remains of a power loss, after which no holder is alive: stale.
   } else if (record.pid === process.pid && record.host === HOST) {
-    const local = held(fs).get(path);
-    if (local !== undefined && local.token === record.token) {
-      if (local.holder.busy())
+    const holder = liveTokens.get(record.token);
+    if (holder !== undefined) {
+      if (holder.busy())
         throw errors.conflict(`session ${id} is being written by another store instance`, id, true);
-      await local.holder.release();
+      await holder.release();
       return;
     }
-    // Our pid, but no live instance of ours holds it: left behind by a store that was not closed.
+    // Our pid, but no live instance holds it: its release failed, or a process before us had our pid.
   } else if (record.host !== HOST || isProcessAlive(record.pid)) {
     throw errors.conflict(
       `session ${id} is locked by process ${record.pid} on ${record.host} (${path})`,
@@ -182,8 +181,7 @@ async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Ui
 }
 
 async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {
-  const map = held(fs);
-  if (map.get(path)?.token === token) map.delete(path);
+  liveTokens.delete(token);
   const bytes = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
   if (bytes === undefined) return;
   if (parseRecord(bytes)?.token !== token) return; // not ours any more: leave it alone

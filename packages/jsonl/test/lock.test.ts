@@ -1,5 +1,6 @@
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { isTidemarkError } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
@@ -67,6 +68,33 @@ describe('writer lock', () => {
       r.status === 'fulfilled' ? 'won' : (r.reason as { code: string }).code,
     );
     expect(outcomes.sort()).toEqual(['CONFLICT', 'won']);
+    await a.close();
+    await b.close();
+  });
+
+  it('instances that spell the root differently (through a symlink) still hand over instead of stealing', async () => {
+    const root = tempDir();
+    await seeded(root);
+    const alias = join(tempDir(), 'alias');
+    symlinkSync(root, alias);
+    const a = await openJsonlStore({ root });
+    const b = await openJsonlStore({ root: alias });
+    let next = 1;
+    for (let round = 0; round < 10; round++) {
+      const results = await Promise.allSettled([
+        a.append('s', [ev(next, 'note', { writer: 'a' })]),
+        b.append('s', [ev(next, 'note', { writer: 'b' })]),
+      ]);
+      const won = results.filter((r) => r.status === 'fulfilled').length;
+      expect(won).toBeLessThanOrEqual(1);
+      for (const r of results)
+        if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'CONFLICT' });
+      next += won;
+    }
+    expect(await b.append('s', [ev(next, 'note')])).toEqual({ nextSeq: next + 1 });
+    expect((await a.load('s')).events.map((e) => e.seq)).toEqual(
+      Array.from({ length: next + 1 }, (_, i) => i),
+    );
     await a.close();
     await b.close();
   });
