@@ -104,8 +104,10 @@ describe('processes', () => {
     expect(loaded.events.map((e) => e.seq)).toEqual(Array.from({ length: total }, (_, i) => i));
     for (const event of loaded.events)
       expect((event.data as { writer: string }).writer).toBe(won.get(event.seq));
-    // Both processes took part: the race was real, not one writer after the other.
-    expect(new Set(won.values()).size).toBe(2);
+    // Losers were told so: a CONFLICT means the other process had stored that seq first. (How the
+    // seqs split between the processes is up to the scheduler, so it is not asserted.)
+    const conflicts = writers.flatMap((w) => w.lines.filter((l) => l.startsWith('lost ')));
+    expect(conflicts.length).toBeGreaterThan(0);
     await store.close();
     expect((await verifySqliteStore(path)).ok).toBe(true);
   });
