@@ -20,6 +20,12 @@ const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js'
 const unavailable = inject('unavailable');
 const T = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, '0')}.000Z`;
 
+// The global setup builds every backend the CLI loads; a backend that failed to build would skip
+// the suites below, so this check turns that into a failure with the reason.
+it('every backend the end-to-end tests use was built', () => {
+  expect(unavailable).toEqual({});
+});
+
 let home: string;
 beforeEach(async () => {
   home = await mkdtemp(join(tmpdir(), 'tidemark-cli-'));

@@ -16,6 +16,17 @@ const built = (...pkgs: string[]) =>
   existsSync(childScriptPath()) && pkgs.every((p) => existsSync(distOf(p)));
 
 describe('real faults on the real disk', () => {
+  // `pnpm test` builds first (turbo), so a missing build here is a broken pipeline, not a reason
+  // to skip quietly: this check fails and names what to build.
+  it('has the built code its child processes run', () => {
+    expect({
+      child: existsSync(childScriptPath()),
+      core: built('core'),
+      jsonl: built('jsonl'),
+      sqlite: built('sqlite'),
+    }).toEqual({ child: true, core: true, jsonl: true, sqlite: true });
+  });
+
   it.skipIf(!built('core', 'memory', 'jsonl'))(
     'JSONL: ENOTDIR, EACCES as uid 65534 and SIGKILLs surface errors, never absence or loss',
     async () => {
