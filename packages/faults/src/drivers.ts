@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
@@ -15,7 +17,12 @@ type JsonlModule = {
 };
 type SqliteModule = {
   openSqliteStore(
-    options: { path: string; busyTimeoutMs?: number; maxPageCount?: number } & StoreOptions,
+    options: {
+      path: string;
+      busyTimeoutMs?: number;
+      maxPageCount?: number;
+      beforeStorageStep?: (step: string, id?: string) => void;
+    } & StoreOptions,
   ): Promise<SessionStore>;
 };
 
@@ -111,19 +118,109 @@ export function sqliteRealFaults(): RealFaultCase[] {
 }
 
 /**
- * `@tidemark/sqlite` as an engine driver. better-sqlite3 has no custom VFS, so there is no step
- * injector: its rows are real faults (SIGKILL, corruption, truncation, locks, a full database).
+ * The SQLite result code a harness errno class stands for, as better-sqlite3 would report it:
+ *
+ * | errno                      | SQLite code                                         |
+ * | -------------------------- | --------------------------------------------------- |
+ * | EIO                        | `SQLITE_IOERR`                                      |
+ * | ENOSPC, EDQUOT             | `SQLITE_FULL`                                       |
+ * | EROFS                      | `SQLITE_READONLY`                                   |
+ * | EACCES                     | `SQLITE_READONLY` (`SQLITE_CANTOPEN` while opening) |
+ * | EPERM                      | `SQLITE_PERM` (`SQLITE_CANTOPEN` while opening)     |
+ * | EMFILE, ENFILE, ENOTDIR, EISDIR | `SQLITE_CANTOPEN`                              |
+ * | EBUSY, EAGAIN, EWOULDBLOCK | `SQLITE_BUSY`                                       |
+ * | ENOMEM                     | `SQLITE_NOMEM`                                      |
+ * | anything else              | `SQLITE_IOERR`                                      |
+ *
+ * (SQLite opens its files lazily and reports any failure to open one as CANTOPEN; a write refused
+ * by the file system after opening is READONLY or PERM.)
+ */
+export function sqliteCodeForErrno(errno: string, step?: string): string {
+  const opening = step === 'open';
+  switch (errno) {
+    case 'EIO':
+      return 'SQLITE_IOERR';
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return 'SQLITE_FULL';
+    case 'EROFS':
+      return 'SQLITE_READONLY';
+    case 'EACCES':
+      return opening ? 'SQLITE_CANTOPEN' : 'SQLITE_READONLY';
+    case 'EPERM':
+      return opening ? 'SQLITE_CANTOPEN' : 'SQLITE_PERM';
+    case 'EMFILE':
+    case 'ENFILE':
+    case 'ENOTDIR':
+    case 'EISDIR':
+      return 'SQLITE_CANTOPEN';
+    case 'EBUSY':
+    case 'EAGAIN':
+    case 'EWOULDBLOCK':
+      return 'SQLITE_BUSY';
+    case 'ENOMEM':
+      return 'SQLITE_NOMEM';
+    default:
+      return 'SQLITE_IOERR';
+  }
+}
+
+const SQLITE_MESSAGES: Record<string, string> = {
+  SQLITE_IOERR: 'disk I/O error',
+  SQLITE_FULL: 'database or disk is full',
+  SQLITE_READONLY: 'attempt to write a readonly database',
+  SQLITE_PERM: 'access permission denied',
+  SQLITE_CANTOPEN: 'unable to open database file',
+  SQLITE_BUSY: 'database is locked',
+  SQLITE_NOMEM: 'out of memory',
+};
+
+/**
+ * An error shaped like better-sqlite3's `SqliteError` (`name`, `code`, SQLite's message), standing
+ * for the errno `cause` the harness injected before `step`.
+ */
+export function sqliteErrorFor(cause: unknown, step?: string): Error & { code: string } {
+  const errno = (cause as { code?: unknown } | null)?.code;
+  const code = sqliteCodeForErrno(typeof errno === 'string' ? errno : 'EIO', step);
+  const error = new Error(SQLITE_MESSAGES[code] ?? code, { cause }) as Error & { code: string };
+  error.name = 'SqliteError';
+  error.code = code;
+  return error;
+}
+
+/**
+ * `@tidemark/sqlite` as an engine driver. better-sqlite3 has no custom VFS, so the error sweep
+ * injects through the store's `beforeStorageStep` hook, before every statement (BEGIN, each
+ * SELECT/INSERT/UPDATE/DELETE, COMMIT, ROLLBACK, pragmas, opening and migrating), throwing a
+ * `SqliteError`-shaped error of the code {@link sqliteCodeForErrno} gives; the real-fault rows add
+ * SIGKILL, corruption, truncation, locks and a full database.
  */
 export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
   return {
     name: 'sqlite',
     kind: 'engine',
-    injectsSteps: false,
+    injectsSteps: true,
     async create() {
-      const dir = await fsp.mkdtemp('/tmp/tidemark-sqlite-');
+      const dir = await fsp.mkdtemp(join(tmpdir(), 'tidemark-sqlite-'));
       const { openSqliteStore } = await load<SqliteModule>('@tidemark/sqlite');
+      const path = join(dir, 'store.db');
       return {
-        open: () => openSqliteStore({ ...options, path: `${dir}/store.db` }),
+        open: (inject) =>
+          openSqliteStore(
+            inject === undefined
+              ? { ...options, path }
+              : {
+                  ...options,
+                  path,
+                  beforeStorageStep(step, id) {
+                    try {
+                      inject(step, id);
+                    } catch (error) {
+                      throw sqliteErrorFor(error, step);
+                    }
+                  },
+                },
+          ),
         destroy: () => fsp.rm(dir, { recursive: true, force: true }),
       };
     },

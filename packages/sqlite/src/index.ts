@@ -15,4 +15,4 @@ export {
   verifySqliteStore,
 } from './recovery.js';
 export { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from './schema.js';
-export { openSqliteStore, READ_PAGE_SIZE, type SqliteStoreOptions } from './store.js';
+export { openSqliteStore, READ_PAGE_SIZE, type SqliteStorageStep, type SqliteStoreOptions } from './store.js';

@@ -20,7 +20,9 @@ export function cutTail(
   sessionId: string,
   committedSeq: number,
   now: string,
+  step?: (name: 'INSERT quarantine' | 'DELETE events') => void,
 ): { cutEvents: number; quarantinedAt: string } {
+  step?.('INSERT quarantine');
   const moved = db
     .prepare(
       `INSERT INTO quarantine (session_id, seq, type, time, data, crc, reason, quarantined_at)
@@ -28,6 +30,7 @@ export function cutTail(
        WHERE session_id = ? AND seq > ? ORDER BY seq`,
     )
     .run(now, sessionId, committedSeq).changes;
+  step?.('DELETE events');
   const deleted = db
     .prepare('DELETE FROM events WHERE session_id = ? AND seq > ?')
     .run(sessionId, committedSeq).changes;

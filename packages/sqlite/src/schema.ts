@@ -96,7 +96,11 @@ export function planMigration(
   return { kind: 'migrate', from: userVersion, to: known };
 }
 
-function headerOf(db: Database.Database): { userVersion: number; applicationId: number } {
+function headerOf(
+  db: Database.Database,
+  step: ((name: 'PRAGMA user_version') => void) | undefined,
+): { userVersion: number; applicationId: number } {
+  step?.('PRAGMA user_version');
   return {
     userVersion: db.pragma('user_version', { simple: true }) as number,
     applicationId: db.pragma('application_id', { simple: true }) as number,
@@ -119,25 +123,43 @@ function refuse(plan: MigrationPlan, file: string): never {
  * openers. Throws UNSUPPORTED_FORMAT for a newer or foreign database, and lets driver errors
  * through for the caller to map.
  */
-export function migrate(db: Database.Database, file: string): void {
-  const first = planMigration(headerOf(db).userVersion, headerOf(db).applicationId);
+export function migrate(
+  db: Database.Database,
+  file: string,
+  step?: (name: 'PRAGMA user_version' | 'BEGIN IMMEDIATE' | 'CREATE TABLE' | 'COMMIT' | 'ROLLBACK') => void,
+): void {
+  const head = headerOf(db, step);
+  const first = planMigration(head.userVersion, head.applicationId);
   if (first.kind === 'current') return;
   if (first.kind !== 'migrate') refuse(first, file);
+  step?.('BEGIN IMMEDIATE');
   db.exec('BEGIN IMMEDIATE');
   try {
     // Another process may have migrated between the first look and our write lock.
-    const header = headerOf(db);
+    const header = headerOf(db, step);
     const plan = planMigration(header.userVersion, header.applicationId);
     if (plan.kind === 'migrate') {
-      for (let version = plan.from; version < plan.to; version++) db.exec(MIGRATIONS[version]!);
+      for (let version = plan.from; version < plan.to; version++) {
+        step?.('CREATE TABLE');
+        db.exec(MIGRATIONS[version]!);
+      }
+      step?.('PRAGMA user_version');
       db.pragma(`user_version = ${plan.to}`);
       db.pragma(`application_id = ${SQLITE_APPLICATION_ID}`);
     } else if (plan.kind !== 'current') {
       refuse(plan, file);
     }
+    step?.('COMMIT');
     db.exec('COMMIT');
   } catch (error) {
-    if (db.inTransaction) db.exec('ROLLBACK');
+    if (db.inTransaction) {
+      try {
+        step?.('ROLLBACK');
+        db.exec('ROLLBACK');
+      } catch {
+        // The original error says more; closing the connection discards the transaction.
+      }
+    }
     throw error;
   }
 }

@@ -74,7 +74,42 @@ export interface SqliteStoreOptions extends StoreOptions {
    * fail with a retryable IO error `SQLITE_FULL` and store nothing. Unlimited when omitted.
    */
   maxPageCount?: number;
+  /**
+   * Testing and fault-injection hook (used by `@tidemark/faults`): called before every statement
+   * the store executes — each `BEGIN`/`BEGIN IMMEDIATE`, `SELECT`, `INSERT`, `UPDATE`, `DELETE`,
+   * `COMMIT`, `ROLLBACK` and pragma, and the steps of opening and migrating the database — with the
+   * step's name (see {@link SqliteStorageStep}) and the session concerned, if any. Whatever it
+   * throws takes the path a driver error would: the transaction is rolled back and the error is
+   * mapped by `mapSqliteError`, so an object with `code: 'SQLITE_IOERR'` (`SQLITE_FULL`,
+   * `SQLITE_BUSY`, `SQLITE_CORRUPT`, …) is reported exactly like a real `SqliteError` of that code.
+   * The step does not run. Leave unset in production: then it costs one `undefined` check per step.
+   */
+  beforeStorageStep?: (step: SqliteStorageStep, id?: string) => void;
 }
+
+/** The steps {@link SqliteStoreOptions.beforeStorageStep} is called before. */
+export type SqliteStorageStep =
+  | 'open'
+  | 'PRAGMA journal_mode'
+  | 'PRAGMA synchronous'
+  | 'PRAGMA foreign_keys'
+  | 'PRAGMA max_page_count'
+  | 'PRAGMA user_version'
+  | 'BEGIN'
+  | 'BEGIN IMMEDIATE'
+  | 'COMMIT'
+  | 'ROLLBACK'
+  | 'CREATE TABLE'
+  | 'SELECT sessions'
+  | 'INSERT sessions'
+  | 'UPDATE sessions'
+  | 'DELETE sessions'
+  | 'SELECT events'
+  | 'INSERT events'
+  | 'DELETE events'
+  | 'INSERT quarantine';
+
+type StepHook = (step: SqliteStorageStep, id?: string) => void;
 
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
@@ -159,6 +194,7 @@ class SqliteStore implements SessionStore {
   private readonly isBoundary: BoundaryPredicate;
   private readonly stmts: Statements;
   private readonly relaxed: boolean;
+  private readonly hook: StepHook | undefined;
   private closed = false;
 
   constructor(
@@ -169,6 +205,23 @@ class SqliteStore implements SessionStore {
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.stmts = prepareStatements(db);
     this.relaxed = options.durability === 'relaxed';
+    this.hook = options.beforeStorageStep;
+  }
+
+  /** Calls the fault hook before a step; whatever it throws is that step's driver error. */
+  private step(name: SqliteStorageStep, id?: string): void {
+    if (this.hook !== undefined) this.hook(name, id);
+  }
+
+  /**
+   * Rolls back a transaction a failed ROLLBACK left open, so that no call reads, or commits on top
+   * of, the uncommitted writes of a call that already failed.
+   */
+  private settle(): void {
+    if (this.db.inTransaction) {
+      this.step('ROLLBACK');
+      this.stmts.rollback.run();
+    }
   }
 
   private assertOpen(): void {
@@ -194,21 +247,24 @@ class SqliteStore implements SessionStore {
     this.assertOpen();
     try {
       // A failed ROLLBACK earlier may have left a transaction open; never nest into it.
-      if (this.db.inTransaction) this.stmts.rollback.run();
+      this.settle();
+      this.step(mode === 'write' ? 'BEGIN IMMEDIATE' : 'BEGIN', context.sessionId);
       (mode === 'write' ? this.stmts.beginImmediate : this.stmts.begin).run();
     } catch (error) {
       throw mapSqliteError(error, context);
     }
     try {
       const result = work();
+      this.step('COMMIT', context.sessionId);
       this.stmts.commit.run();
       return result;
     } catch (error) {
       if (this.db.inTransaction) {
         try {
+          this.step('ROLLBACK', context.sessionId);
           this.stmts.rollback.run();
         } catch {
-          // The original error says more; the next transaction retries the rollback.
+          // The original error says more; the next call retries the rollback (settle).
         }
       }
       throw mapSqliteError(error, context);
@@ -216,9 +272,11 @@ class SqliteStore implements SessionStore {
   }
 
   /** Runs one statement outside a transaction, mapping its errors. */
-  private run<T>(context: SqliteErrorContext, work: () => T): T {
+  private run<T>(context: SqliteErrorContext, step: SqliteStorageStep, work: () => T): T {
     this.assertOpen();
     try {
+      this.settle();
+      this.step(step, context.sessionId);
       return work();
     } catch (error) {
       throw mapSqliteError(error, context);
@@ -228,8 +286,10 @@ class SqliteStore implements SessionStore {
   async create(init?: CreateInit): Promise<SessionMeta> {
     this.assertOpen();
     const { meta, patch } = validateCreate(init, generateId);
-    const exists = this.run(this.context(`creating session ${meta.id}`, meta.id, 'sessions'), () =>
-      this.stmts.hasSession.get(meta.id),
+    const exists = this.run(
+      this.context(`creating session ${meta.id}`, meta.id, 'sessions'),
+      'SELECT sessions',
+      () => this.stmts.hasSession.get(meta.id),
     );
     if (exists !== undefined || this.pending.has(meta.id)) throw errors.alreadyExists(meta.id);
     this.pending.set(meta.id, { meta, patch });
@@ -246,9 +306,10 @@ class SqliteStore implements SessionStore {
     const syncNow = this.relaxed && batch.some((item) => this.isBoundary(item.event));
     let result: AppendResult;
     try {
-      if (syncNow) this.run(context, () => this.db.pragma('synchronous = FULL'));
+      if (syncNow) this.run(context, 'PRAGMA synchronous', () => this.db.pragma('synchronous = FULL'));
       result = this.transaction('write', context, () => {
         // One query for the summary fields an append changes and the last stored seq.
+        this.step('SELECT sessions', id);
         const row = this.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
         const pending = this.pending.get(id);
         if (row === undefined && pending === undefined) throw errors.notFound(id);
@@ -257,6 +318,7 @@ class SqliteStore implements SessionStore {
         if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, this.file));
         const plan = planAppend(id, nextSeq, batch);
         if (plan.kind === 'compare') {
+          this.step('SELECT events', id);
           const stored = decodeEventRows(
             id,
             this.stmts.eventRange.all(id, plan.fromSeq, plan.toSeq) as EventRow[],
@@ -276,6 +338,7 @@ class SqliteStore implements SessionStore {
             this.isBoundary,
             now,
           );
+          this.step('INSERT sessions', id);
           this.stmts.insertSession.run({
             id,
             format_version: SQLITE_SCHEMA_VERSION,
@@ -292,6 +355,7 @@ class SqliteStore implements SessionStore {
             this.isBoundary,
             nextUpdatedAt(summary.updatedAt, now),
           );
+          this.step('UPDATE sessions', id);
           this.stmts.updateAfterAppend.run({
             id,
             updated_at: next.updatedAt,
@@ -304,6 +368,7 @@ class SqliteStore implements SessionStore {
         for (const item of batch) {
           const { seq, type, time } = item.event;
           const data = dataJsonOf(item);
+          this.step('INSERT events', id);
           this.stmts.insertEvent.run(id, seq, type, time, data, eventChecksum(type, time, data));
         }
         return { nextSeq: nextSeq + batch.length };
@@ -322,6 +387,9 @@ class SqliteStore implements SessionStore {
     } finally {
       if (syncNow && !this.closed) {
         try {
+          // Outside any transaction: the pragma is refused inside one. Its failure is harmless.
+          this.settle();
+          this.step('PRAGMA synchronous', id);
           this.db.pragma('synchronous = NORMAL');
         } catch {
           // Staying at FULL is only slower, never less safe.
@@ -339,12 +407,14 @@ class SqliteStore implements SessionStore {
     const tail = validateLoadOptions(options);
     const context = this.context(`loading session ${id}`, id, 'events');
     return this.transaction(tail === 'cut' ? 'write' : 'read', context, () => {
+      this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
       if (row === undefined) throw errors.notFound(id);
       let summary = rowToSummary(row, this.file);
       const meta = rowToMeta(row, this.file);
       if (meta.formatVersion > SQLITE_SCHEMA_VERSION)
         throw errors.unsupportedFormat(meta.formatVersion, SQLITE_SCHEMA_VERSION, id);
+      this.step('SELECT events', id);
       let events = decodeEventRows(id, this.stmts.allEvents.all(id) as EventRow[], 0, this.file);
       if (events.length !== summary.eventCount) {
         throw errors.corrupt(
@@ -361,7 +431,9 @@ class SqliteStore implements SessionStore {
       let state = commitStateOf(events, this.isBoundary);
       let recovered: LoadedSession['recovered'];
       if (tail === 'cut' && state.interrupted) {
-        const cut = cutTail(this.db, this.file, id, state.committedSeq, nowIso());
+        const cut = cutTail(this.db, this.file, id, state.committedSeq, nowIso(), (name) =>
+          this.step(name, id),
+        );
         events = events.slice(0, state.committedSeq + 1);
         state = commitStateOf(events, this.isBoundary);
         summary = {
@@ -370,6 +442,7 @@ class SqliteStore implements SessionStore {
           committedSeq: state.committedSeq,
           interrupted: state.interrupted,
         };
+        this.step('UPDATE sessions', id);
         this.stmts.updateSummary.run({ id, ...summaryColumns(summary) });
         recovered = { cutEvents: cut.cutEvents, quarantinedAt: cut.quarantinedAt };
       }
@@ -393,7 +466,7 @@ class SqliteStore implements SessionStore {
         assertValidId(id);
         const { fromSeq, toSeq } = validateRange(range);
         const context = self.context(`reading session ${id}`, id, 'events');
-        const row = self.run(context, () => self.stmts.getSession.get(id));
+        const row = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
         if (row === undefined) throw errors.notFound(id);
         let end = Math.min(toSeq, rowToSummary(row, self.file).eventCount - 1);
         let next = fromSeq;
@@ -401,11 +474,15 @@ class SqliteStore implements SessionStore {
         // (an open iterator would hold the connection busy for every other call).
         while (next <= end) {
           const last = Math.min(end, next + READ_PAGE_SIZE - 1);
-          const rows = self.run(context, () => self.stmts.eventRange.all(id, next, last) as EventRow[]);
+          const rows = self.run(
+            context,
+            'SELECT events',
+            () => self.stmts.eventRange.all(id, next, last) as EventRow[],
+          );
           const page = decodeEventRows(id, rows, next, self.file);
           if (page.length < last - next + 1) {
             // Short page: either the log shrank meanwhile (delete, tail cut) or rows are missing.
-            const now = self.run(context, () => self.stmts.getSession.get(id));
+            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
             if (now === undefined) throw errors.notFound(id);
             const count = rowToSummary(now, self.file).eventCount;
             if (count > next + page.length) {
@@ -445,6 +522,7 @@ class SqliteStore implements SessionStore {
           : this.stmts.listCwdAfter;
     const rows = this.run(
       this.context('listing sessions', undefined, 'sessions'),
+      'SELECT sessions',
       () => statement.all(params) as SessionRow[],
     );
     const sessions: SessionSummary[] = [];
@@ -471,7 +549,7 @@ class SqliteStore implements SessionStore {
     this.assertOpen();
     assertValidId(id);
     return (
-      this.run(this.context(`looking up session ${id}`, id, 'sessions'), () =>
+      this.run(this.context(`looking up session ${id}`, id, 'sessions'), 'SELECT sessions', () =>
         this.stmts.hasSession.get(id),
       ) !== undefined
     );
@@ -482,10 +560,12 @@ class SqliteStore implements SessionStore {
     assertValidId(id);
     const valid = validatePatch(patch);
     const stored = this.transaction('write', this.context(`updating session ${id}`, id, 'sessions'), () => {
+      this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
       if (row === undefined) return undefined;
       const current = rowToSummary(row, this.file);
       const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
+      this.step('UPDATE sessions', id);
       this.stmts.updateSummary.run({ id, ...summaryColumns(next) });
       return next;
     });
@@ -503,7 +583,9 @@ class SqliteStore implements SessionStore {
     assertValidId(id);
     const existed = this.transaction('write', this.context(`deleting session ${id}`, id, 'sessions'), () => {
       // Events first, in the same transaction: no reader ever sees a header without its log.
+      this.step('DELETE events', id);
       this.stmts.deleteEvents.run(id);
+      this.step('DELETE sessions', id);
       return this.stmts.deleteSession.run(id).changes > 0;
     });
     const wasPending = this.pending.delete(id);
@@ -548,6 +630,8 @@ function validateOptions(options: unknown): SqliteStoreOptions {
   ) {
     throw errors.invalid('openSqliteStore: boundaryTypes must be an array of strings');
   }
+  if (o.beforeStorageStep !== undefined && typeof o.beforeStorageStep !== 'function')
+    throw errors.invalid('openSqliteStore: beforeStorageStep must be a function');
   return o;
 }
 
@@ -602,9 +686,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
   const file = o.path;
   const memory = file === ':memory:';
   const { lstatError } = memory ? {} : prepareFile(file);
+  const step = o.beforeStorageStep;
   let db: Database.Database | undefined;
   try {
     try {
+      step?.('open');
       db = new Database(file, { timeout: o.busyTimeoutMs ?? 5000 });
     } catch (error) {
       // better-sqlite3 checks the directory itself and throws a bare TypeError; the file system's
@@ -614,14 +700,20 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
       throw error;
     }
     if (!memory) {
+      step?.('PRAGMA journal_mode');
       const mode = db.pragma('journal_mode = WAL', { simple: true });
       if (mode !== 'wal')
         throw new TidemarkError('IO', `opening ${file}: SQLite refused WAL mode (got ${String(mode)})`);
     }
+    step?.('PRAGMA synchronous');
     db.pragma(`synchronous = ${o.durability === 'relaxed' ? 'NORMAL' : 'FULL'}`);
+    step?.('PRAGMA foreign_keys');
     db.pragma('foreign_keys = ON');
-    if (o.maxPageCount !== undefined) db.pragma(`max_page_count = ${o.maxPageCount}`);
-    migrate(db, file);
+    if (o.maxPageCount !== undefined) {
+      step?.('PRAGMA max_page_count');
+      db.pragma(`max_page_count = ${o.maxPageCount}`);
+    }
+    migrate(db, file, step);
     const store = new SqliteStore(db, file, o);
     connectionOf.set(store, db);
     return store;
