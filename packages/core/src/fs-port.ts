@@ -8,6 +8,12 @@ export type OpenFlags =
   | 'r'
   /** read and write, must exist */
   | 'r+'
+  /**
+   * Like `'r+'` (read and write, must exist), and every write returns only once its data is on
+   * stable storage, like write + fdatasync (O_DSYNC). A failed write on such a handle may have
+   * left any part of its data behind, durable or not, as a failed fdatasync may.
+   */
+  | 'r+dsync'
   /** append (create if missing) */
   | 'a'
   /** create exclusively for writing; fails with EEXIST if the path exists (even as a link) */
@@ -65,6 +71,7 @@ export interface FileSystem {
 const WRITE_FLAGS: Record<OpenFlags, number> = {
   r: constants.O_RDONLY,
   'r+': constants.O_RDWR | constants.O_NOFOLLOW,
+  'r+dsync': constants.O_RDWR | constants.O_NOFOLLOW | constants.O_DSYNC,
   a: constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
   wx: constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
   'wx+': constants.O_RDWR | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
@@ -97,7 +104,7 @@ class NodeFileHandle implements FileHandlePort {
   }
 }
 
-/** The real file system through `node:fs/promises`. Writes use O_NOFOLLOW. */
+/** The real file system through `node:fs/promises`. Writes use O_NOFOLLOW; `'r+dsync'` adds O_DSYNC. */
 export const nodeFileSystem: FileSystem = {
   async open(path, flags, mode = 0o600) {
     return new NodeFileHandle(await fsp.open(path, WRITE_FLAGS[flags], mode));

@@ -303,13 +303,19 @@ export function materialize(state: CrashState): FileSystem & { volume: Volume } 
   return memfsFileSystem(volume);
 }
 
-const WRITE_FLAGS: ReadonlySet<OpenFlags> = new Set(['r+', 'a', 'wx', 'wx+']);
+const WRITE_FLAGS: ReadonlySet<OpenFlags> = new Set(['r+', 'r+dsync', 'a', 'wx', 'wx+']);
+
+/** Flags whose handles write through to stable storage (O_DSYNC): every write is a write + datasync. */
+const DSYNC_FLAGS: ReadonlySet<OpenFlags> = new Set(['r+dsync']);
 
 /**
  * A power-loss model over memfs (after LazyFS, ALICE and SQLite's crash VFS). Live calls go to a
  * memfs volume, so errors are real; beside it, each file keeps a durable image plus the data
  * operations since its last `sync`/`datasync`, and each directory operation (create, link, rename,
- * unlink, mkdir, rmdir) stays volatile until its parent directory is synced with `syncDir`.
+ * unlink, mkdir, rmdir) stays volatile until its parent directory is synced with `syncDir`. A
+ * write on a `'r+dsync'` (O_DSYNC) handle is a write followed by a datasync: it is traced as
+ * `write` (a crash there may tear it, as during the syscall) then `datasync` (from there on its
+ * data, not a directory entry, is durable), both before the call returns.
  * {@link CrashFs.crashPoint} freezes the current state; {@link enumerateCrashStates} lists what a
  * disk may hold after a crash there, and {@link materialize} turns a state into a fresh FileSystem.
  */
@@ -384,7 +390,7 @@ export class CrashFs implements FileSystem {
       const handle = await this.live.open(normalized, flags, mode);
       let ino = existed;
       if (ino === undefined) {
-        if (!WRITE_FLAGS.has(flags) || flags === 'r+') return handle; // read of a file outside the model
+        if (!WRITE_FLAGS.has(flags) || flags === 'r+' || flags === 'r+dsync') return handle; // read of a file outside the model
         ino = this.newInode();
         this.recordDirOp({ kind: 'create', path: normalized, ino }, [parentOf(normalized)]);
       }
@@ -394,6 +400,7 @@ export class CrashFs implements FileSystem {
 
   private wrapHandle(handle: FileHandlePort, inode: Inode, flags: OpenFlags): FileHandlePort {
     const contentLength = () => applyDataOps(inode.durable, inode.pending).length;
+    const dsync = DSYNC_FLAGS.has(flags);
     return {
       read: (buffer, offset, length, position) =>
         this.track('read', () => handle.read(buffer, offset, length, position)),
@@ -406,6 +413,10 @@ export class CrashFs implements FileSystem {
             position: at,
             data: Uint8Array.from(buffer.subarray(offset, offset + written)),
           });
+          return written;
+        }).then(async (written) => {
+          // O_DSYNC: the call returns only once the data is durable, as after fdatasync.
+          if (dsync) await this.track('datasync', async () => this.flushInode(inode));
           return written;
         }),
       datasync: () =>

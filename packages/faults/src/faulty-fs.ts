@@ -6,7 +6,11 @@ export const SYNC_OPS: ReadonlySet<string> = new Set(['datasync', 'sync', 'syncD
 
 /** What one injection does. */
 export type FaultKind =
-  /** The call fails with the errno before touching storage. */
+  /**
+   * The call fails with the errno before touching storage. Except a `write` on a handle opened
+   * `'r+dsync'` (O_DSYNC): it is a write plus an fdatasync, and its error comes from the sync half,
+   * so the whole buffer is stored (in the file, as in the page cache) before the call fails.
+   */
   | 'error'
   /** A `write` stores the first part of its buffer, then fails with the errno (ENOSPC mid-write). */
   | 'short-write';
@@ -105,7 +109,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * Wraps any {@link FileSystem} and injects errno errors, short writes and slow syncs by plan, while
  * tracing every call. Wrapping is generic: every function of the port and of the handles it
- * returns is traced and injectable, including methods added to the port later.
+ * returns is traced and injectable, including methods added to the port later. The only flag it
+ * knows is `'r+dsync'`: a failed write on such a handle leaves its data behind (see {@link FaultKind}).
  *
  * @example
  * ```ts
@@ -146,13 +151,17 @@ export class FaultyFs {
     this.lifted = false;
   }
 
-  private wrap(target: Record<string, unknown>, handlePath: string | undefined): Record<string, unknown> {
+  private wrap(
+    target: Record<string, unknown>,
+    handlePath: string | undefined,
+    dsync = false,
+  ): Record<string, unknown> {
     const wrapped: Record<string, unknown> = {};
     for (const name of methodNames(target)) {
       const method = target[name] as AnyFunction;
       wrapped[name] = (...args: unknown[]) => {
         const path = handlePath ?? (typeof args[0] === 'string' ? args[0] : undefined);
-        return this.call(name, path, args, (callArgs) => method.apply(target, callArgs));
+        return this.call(name, path, args, (callArgs) => method.apply(target, callArgs), dsync);
       };
     }
     return wrapped;
@@ -163,6 +172,7 @@ export class FaultyFs {
     path: string | undefined,
     args: unknown[],
     run: (args: unknown[]) => unknown,
+    dsync: boolean,
   ): Promise<unknown> {
     const entry: TraceEntry = { index: this.trace.length, op, path, outcome: 'ok' };
     this.trace.push(entry);
@@ -177,6 +187,9 @@ export class FaultyFs {
           const [buffer, offset, length, position] = args as [Uint8Array, number, number, number | null];
           const part = Math.floor(length / 2);
           if (part > 0) await run([buffer, offset, part, position]);
+        } else if (dsync && op === 'write') {
+          // O_DSYNC: the data was copied in, then the implicit fdatasync failed.
+          await run(args);
         }
         throw makeErrnoError(errno, op, path);
       }
@@ -187,7 +200,7 @@ export class FaultyFs {
         entry.outcome = 'error';
         throw error;
       }
-      if (op === 'open' && isHandleLike(result)) return this.wrap(result, path);
+      if (op === 'open' && isHandleLike(result)) return this.wrap(result, path, args[1] === 'r+dsync');
       return result;
     } finally {
       this.options.onCall?.(entry);

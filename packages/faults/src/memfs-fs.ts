@@ -33,15 +33,16 @@ class MemfsFileHandle implements FileHandlePort {
 
 /**
  * A {@link FileSystem} over a memfs `Volume`: fast, isolated storage for sweeps. memfs has a no-op
- * fsync and does not follow O_NOFOLLOW, so durability and link safety are modelled elsewhere
- * (CrashFs), not here.
+ * fsync, knows no O_DSYNC (`'r+dsync'` opens as `'r+'`) and does not follow O_NOFOLLOW, so
+ * durability and link safety are modelled elsewhere (CrashFs), not here.
  */
 export function memfsFileSystem(volume: Volume = new Volume()): FileSystem & { volume: Volume } {
   const p = volume.promises;
   return {
     volume,
     async open(path: string, flags: OpenFlags, mode = 0o600): Promise<FileHandlePort> {
-      return new MemfsFileHandle(await p.open(path, flags, mode));
+      // memfs knows no O_DSYNC and its sync is a no-op anyway: a dsync handle is a plain one here.
+      return new MemfsFileHandle(await p.open(path, flags === 'r+dsync' ? 'r+' : flags, mode));
     },
     async readFile(path: string): Promise<Uint8Array> {
       const data = await p.readFile(path);

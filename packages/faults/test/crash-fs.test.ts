@@ -89,6 +89,65 @@ describe('CrashFs', () => {
     expect(after).toEqual(new Set(['ab']));
   });
 
+  it('makes a write on a dsync handle durable when it returns (as write + datasync); a plain write is not', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/log', 'head\n', true);
+    await fs.syncDir('/d');
+    const dsync = await fs.open('/d/log', 'r+dsync');
+    expect(await dsync.write(enc('one\n'), 0, 4, 5)).toBe(4);
+    for (const state of enumerateCrashStates(fs.crashPoint()))
+      expect(dec(state.files.get('/d/log'))).toBe('head\none\n');
+    const plain = await fs.open('/d/log', 'r+');
+    await plain.write(enc('two\n'), 0, 4, 9);
+    const contents = new Set(enumerateCrashStates(fs.crashPoint()).map((s) => dec(s.files.get('/d/log'))));
+    expect(contents).toContain('head\none\n');
+    expect(contents).toContain('head\none\ntwo\n');
+    for (const content of contents) expect(content?.startsWith('head\none\n')).toBe(true);
+    // A later dsync write flushes the file as fdatasync does, the plain write before it included.
+    await dsync.write(enc('three\n'), 0, 6, 13);
+    for (const state of enumerateCrashStates(fs.crashPoint()))
+      expect(dec(state.files.get('/d/log'))).toBe('head\none\ntwo\nthree\n');
+    await dsync.close();
+    await plain.close();
+  });
+
+  it('traces a dsync write as write then datasync, so a crash during the call may still tear it', async () => {
+    const points: { op: string; contents: Set<string | undefined> }[] = [];
+    const fs: CrashFs = new CrashFs((_index, op) => {
+      if (op === 'write' || op === 'datasync')
+        points.push({
+          op,
+          contents: new Set(enumerateCrashStates(fs.crashPoint(op)).map((s) => dec(s.files.get('/d/log')))),
+        });
+    });
+    await fs.mkdir('/d', { recursive: true });
+    await writeFile(fs, '/d/log', 'head\n', true);
+    await fs.syncDir('/d');
+    fs.checkpoint();
+    points.length = 0;
+    const handle = await fs.open('/d/log', 'r+dsync');
+    await handle.write(enc('one\n'), 0, 4, 5);
+    await handle.close();
+    expect(points.map((p) => p.op)).toEqual(['write', 'datasync']);
+    expect(points[0]!.contents).toContain('head\n');
+    expect(points[0]!.contents).toContain('head\non');
+    expect(points[1]!.contents).toEqual(new Set(['head\none\n']));
+  });
+
+  it('does not make a new directory entry durable with a dsync write (data only, as fdatasync)', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/new', 'a\n', false);
+    const handle = await fs.open('/d/new', 'r+dsync');
+    await handle.write(enc('b\n'), 0, 2, 2);
+    await handle.close();
+    const states = enumerateCrashStates(fs.crashPoint());
+    expect(states.some((s) => !s.files.has('/d/new'))).toBe(true);
+    for (const state of states) {
+      const content = state.files.get('/d/new');
+      if (content !== undefined) expect(dec(content)).toBe('a\nb\n');
+    }
+  });
+
   it('materializes a state as a working FileSystem with hard links preserved as content', async () => {
     const fs = await freshDisk();
     await writeFile(fs, '/d/log', 'hello\n', true);

@@ -6,6 +6,7 @@
 // Writes a table to stdout and JSON to <repo>/bench-results/jsonl.json. Exit status 1 if a goal fails.
 import {
   closeSync,
+  constants,
   fdatasyncSync,
   mkdirSync,
   mkdtempSync,
@@ -72,6 +73,7 @@ async function benchAppends() {
   const sample = Buffer.from(encodeBatch(prepareBatch([event(0)]), 0, T));
   const ratios = [];
   const syncRatios = [];
+  const dsyncRatios = [];
   const medians = [];
   let seq = 0;
   const store = await openJsonlStore({ root: join(dir, 'store') });
@@ -81,9 +83,16 @@ async function benchAppends() {
   const raw = await open(join(dir, 'raw'), 'a', 0o600);
   // raw, sync: writeSync + fdatasyncSync, the floor of what Node can do
   const fd = openSync(join(dir, 'raw-sync'), 'a', 0o600);
+  // raw, O_DSYNC: one FileHandle write per record on a descriptor opened O_DSYNC (what strict mode does)
+  const rawDsync = await open(
+    join(dir, 'raw-dsync'),
+    constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC,
+    0o600,
+  );
   for (let round = 0; round < SIZES.rounds; round++) {
     let rawAsync = 0;
     let rawSync = 0;
+    let rawDsyncMs = 0;
     let ours = 0;
     const rawLatency = [];
     const ourLatency = [];
@@ -103,29 +112,55 @@ async function benchAppends() {
       writeSync(fd, sample);
       fdatasyncSync(fd);
       rawSync += now() - t;
+      t = now();
+      await rawDsync.write(sample, 0, sample.length, null);
+      rawDsyncMs += now() - t;
     }
     ratios.push(rawAsync / ours);
     syncRatios.push(rawSync / ours);
+    dsyncRatios.push(rawDsyncMs / ours);
     medians.push({ rawMs: median(rawLatency), storeMs: median(ourLatency) });
+    const rate = (ms) => ((SIZES.appends / ms) * 1000).toFixed(0);
     process.stderr.write(
-      `appends round ${round}: raw async ${((SIZES.appends / rawAsync) * 1000).toFixed(0)}/s, raw sync ${((SIZES.appends / rawSync) * 1000).toFixed(0)}/s, store ${((SIZES.appends / ours) * 1000).toFixed(0)}/s\n`,
+      `appends round ${round}: raw async ${rate(rawAsync)}/s, raw sync ${rate(rawSync)}/s, raw O_DSYNC ${rate(rawDsyncMs)}/s, store ${rate(ours)}/s\n`,
     );
   }
   await raw.close();
+  await rawDsync.close();
   closeSync(fd);
   await store.close();
-  return {
-    name: 'durable 1-event appends vs raw FileHandle write+datasync',
-    ratio: median(ratios),
-    goal: '>= 0.8 (throughput ratio)',
-    pass: median(ratios) >= 0.8,
-    detail: {
-      perRound: ratios,
-      vsSyncApi: syncRatios,
-      medianLatency: medians,
-      appendsPerRound: SIZES.appends,
-    },
+  const detail = {
+    vsSyncLoop: syncRatios,
+    vsAsyncWriteDatasync: ratios,
+    vsAsyncDsyncWrite: dsyncRatios,
+    medianLatency: medians,
+    appendsPerRound: SIZES.appends,
   };
+  // Judged against the synchronous loop, the fastest raw way Node has to write + fdatasync on an
+  // open descriptor; the two async baselines are reported beside it.
+  return [
+    {
+      name: 'durable 1-event appends vs raw writeSync+fdatasyncSync loop',
+      ratio: median(syncRatios),
+      goal: '>= 0.8 (throughput ratio)',
+      pass: median(syncRatios) >= 0.8,
+      detail,
+    },
+    {
+      name: 'same, vs raw FileHandle write+datasync (reported)',
+      ratio: median(ratios),
+      goal: '- (reported, not judged)',
+      pass: true,
+      detail: { perRound: ratios },
+    },
+    {
+      name: 'same, vs raw FileHandle write on an O_DSYNC descriptor (reported)',
+      ratio: median(dsyncRatios),
+      goal: '- (reported, not judged)',
+      pass: true,
+      detail: { perRound: dsyncRatios },
+    },
+  ];
 }
 
 // ------------------------------------------------------------------ load
@@ -227,7 +262,7 @@ async function benchList() {
 }
 
 try {
-  const results = [await benchAppends(), await benchLoad(), await benchList()];
+  const results = [...(await benchAppends()), await benchLoad(), await benchList()];
   const rows = results.map(
     (r) => `${r.pass ? 'PASS' : 'FAIL'}  ${r.ratio.toFixed(2).padStart(6)}  ${r.goal.padEnd(26)}  ${r.name}`,
   );

@@ -151,6 +151,11 @@ export class JsonlStore implements SessionStore {
   readonly root: string;
   private readonly fs: FileSystem;
   private readonly durability: Durability;
+  /**
+   * Flags of the kept-open log descriptors: strict durability opens them O_DSYNC (`'r+dsync'`), so
+   * that one write per batch is durable when it returns, with no separate fdatasync.
+   */
+  private readonly logFlags: 'r+' | 'r+dsync';
   private readonly isBoundary: BoundaryPredicate;
   private readonly limits: { maxEventBytes?: number; maxDepth?: number };
   private readonly locking: boolean;
@@ -168,6 +173,7 @@ export class JsonlStore implements SessionStore {
     if (this.durability !== 'strict' && this.durability !== 'relaxed') {
       throw errors.invalid(`durability must be 'strict' or 'relaxed'`);
     }
+    this.logFlags = this.durability === 'strict' ? 'r+dsync' : 'r+';
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.limits = {};
     if (options.maxEventBytes !== undefined) this.limits.maxEventBytes = options.maxEventBytes;
@@ -500,9 +506,9 @@ export class JsonlStore implements SessionStore {
       }
       this.pending.delete(id);
       this.buckets.set(id, paths.bucket);
-      const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+')).catch(
-        () => undefined,
-      );
+      const handle = await ioOrAbsent(`opening ${paths.log}`, id, () =>
+        this.fs.open(paths.log, this.logFlags),
+      ).catch(() => undefined);
       const writer: Writer = {
         id,
         paths,
@@ -548,7 +554,10 @@ export class JsonlStore implements SessionStore {
     }
   }
 
-  /** Later batches: idempotent retry check, then one write and (strict) one fdatasync. */
+  /**
+   * Later batches: idempotent retry check, then one write. Strict: on the O_DSYNC descriptor, so
+   * the write returns once the batch is durable. Relaxed: plus one fdatasync for a boundary batch.
+   */
   private async appendTo(writer: Writer, batch: PreparedEvent[]): Promise<{ nextSeq: number }> {
     const id = writer.id;
     const plan = planAppend(id, writer.nextSeq, batch);
@@ -569,7 +578,7 @@ export class JsonlStore implements SessionStore {
     const sync = this.durability === 'strict' || batch.some((item) => this.isBoundary(item.event));
     try {
       await writeAll(handle, bytes, writer.size);
-      if (sync) await handle.datasync();
+      if (sync && this.logFlags !== 'r+dsync') await handle.datasync();
     } catch (error) {
       await this.rollback(writer);
       throw toIoError(error, `appending to ${writer.paths.log}`, id);
@@ -585,10 +594,11 @@ export class JsonlStore implements SessionStore {
   }
 
   /**
-   * After a failed write or fsync: never retry the fsync on the same descriptor (the kernel may
-   * have dropped the dirty pages and would report success). Close it, reopen, truncate back to
-   * the committed length, sync, and check the length. If that fails too, drop the writer: the
-   * next use rescans the log and repairs its tail.
+   * After a failed write or fsync (a failed write on the O_DSYNC descriptor is a failed fdatasync
+   * too): never retry the sync on the same descriptor (the kernel may have dropped the dirty pages
+   * and would report success). Close it, reopen, truncate back to the committed length, sync, and
+   * check the length. If that fails too, drop the writer: the next use rescans the log and repairs
+   * its tail.
    */
   private async rollback(writer: Writer): Promise<void> {
     const broken = writer.handle;
@@ -603,7 +613,7 @@ export class JsonlStore implements SessionStore {
 
   private async reopenHandle(writer: Writer): Promise<void> {
     const { log } = writer.paths;
-    const handle = await io(`opening ${log}`, writer.id, () => this.fs.open(log, 'r+'));
+    const handle = await io(`opening ${log}`, writer.id, () => this.fs.open(log, this.logFlags));
     try {
       const size = await io(`inspecting ${log}`, writer.id, () => handle.size());
       if (size < writer.size) {
@@ -660,7 +670,9 @@ export class JsonlStore implements SessionStore {
     };
     let handle: FileHandlePort;
     try {
-      const opened = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
+      const opened = await ioOrAbsent(`opening ${paths.log}`, id, () =>
+        this.fs.open(paths.log, this.logFlags),
+      );
       if (opened === undefined) {
         this.buckets.delete(id);
         await release();

@@ -31,15 +31,20 @@ export interface FaultyFs {
   fs: FileSystem;
   calls: string[];
   rule: FaultRule;
-  /** Handles on which a datasync failed, then any later datasync on them. */
+  /**
+   * Writes or datasyncs on a handle after a write or datasync on it failed (a failed write on an
+   * O_DSYNC handle is a failed fdatasync): must stay 0, the store never retries on that descriptor.
+   */
   syncAfterFailure: number;
+  /** Every open, as `flags path`. */
+  opens: string[];
   /** When set, a write writes only this many bytes before failing. */
   shortWrite?: number;
 }
 
 /** Wraps the real file system. */
 export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
-  const state: FaultyFs = { fs: nodeFileSystem, calls: [], rule, syncAfterFailure: 0 };
+  const state: FaultyFs = { fs: nodeFileSystem, calls: [], rule, syncAfterFailure: 0, opens: [] };
   const check = (call: FsCall, path: string) => {
     state.calls.push(`${call} ${path}`);
     const code = state.rule(call, path);
@@ -53,13 +58,20 @@ export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
         return inner.read(buffer, offset, length, position);
       },
       async write(buffer, offset, length, position) {
+        if (syncFailed) state.syncAfterFailure++;
         if (state.shortWrite !== undefined) {
           const n = Math.min(state.shortWrite, length);
           state.shortWrite = undefined;
+          syncFailed = true;
           await inner.write(buffer, offset, n, position);
           throw fault('ENOSPC', 'write', path);
         }
-        check('write', path);
+        try {
+          check('write', path);
+        } catch (error) {
+          syncFailed = true;
+          throw error;
+        }
         return inner.write(buffer, offset, length, position);
       },
       async datasync() {
@@ -90,6 +102,7 @@ export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
   state.fs = {
     async open(path: string, flags: OpenFlags, mode?: number) {
       check('open', path);
+      state.opens.push(`${flags} ${path}`);
       return wrapHandle(await nodeFileSystem.open(path, flags, mode), path);
     },
     async readFile(path) {

@@ -202,6 +202,47 @@ describe('corruption', () => {
 });
 
 describe('write faults', () => {
+  it('strict appends write once on an O_DSYNC descriptor, with no separate fdatasync', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    const faulty = faultyFs();
+    const store = await openJsonlStore({ root, fs: faulty.fs });
+    await store.append('s', evs(4, 1));
+    const before = faulty.calls.length;
+    await store.append('s', evs(5, 2));
+    await store.append('s', [ev(7, 'turn/end')]);
+    expect(faulty.calls.slice(before)).toEqual([`write ${paths.log}`, `write ${paths.log}`]);
+    expect(faulty.opens.filter((o) => o.endsWith(paths.log))).toEqual([`r+dsync ${paths.log}`]);
+    await store.close();
+  });
+
+  it('a failed write on the O_DSYNC descriptor rolls the log back, never touches that descriptor again, and a retry succeeds', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    const faulty = faultyFs();
+    const store = await openJsonlStore({ root, fs: faulty.fs });
+    await store.append('s', evs(4, 1));
+    const size = statSync(paths.log).size;
+    let failNext = true;
+    faulty.rule = (call, path) => {
+      if (call === 'write' && path === paths.log && failNext) {
+        failNext = false;
+        return 'EIO';
+      }
+      return undefined;
+    };
+    const opened = faulty.opens.length;
+    const error = await store.append('s', evs(5, 2)).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'IO', errno: 'EIO' });
+    expect(statSync(paths.log).size).toBe(size);
+    // The rollback reopened the log: the failed descriptor is closed, not reused.
+    expect(faulty.opens.slice(opened)).toEqual([`r+dsync ${paths.log}`]);
+    expect(await store.append('s', evs(5, 2))).toEqual({ nextSeq: 7 });
+    expect(faulty.syncAfterFailure).toBe(0);
+    expect((await store.load('s')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    await store.close();
+  });
+
   it('a failed fdatasync rolls the log back, is never retried on the same descriptor, and a retry succeeds', async () => {
     const root = tempDir();
     const paths = await seeded(root);
@@ -214,11 +255,12 @@ describe('write faults', () => {
       }
       return undefined;
     });
-    const store = await openJsonlStore({ root, fs: faulty.fs });
-    const error = await store.append('s', evs(4, 2)).catch((e: unknown) => e);
+    // Relaxed mode still syncs a boundary batch with fdatasync.
+    const store = await openJsonlStore({ root, fs: faulty.fs, durability: 'relaxed' });
+    const error = await store.append('s', evs(4, 2, true)).catch((e: unknown) => e);
     expect(error).toMatchObject({ code: 'IO', errno: 'EIO' });
     expect(statSync(paths.log).size).toBe(size);
-    expect(await store.append('s', evs(4, 2))).toEqual({ nextSeq: 6 });
+    expect(await store.append('s', evs(4, 2, true))).toEqual({ nextSeq: 6 });
     expect(faulty.syncAfterFailure).toBe(0);
     expect((await store.load('s')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     await store.close();
