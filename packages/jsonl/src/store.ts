@@ -377,6 +377,11 @@ export class JsonlStore implements SessionStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Operations already under way may still open a writer (a first append takes a lock and keeps
+    // a descriptor): let them finish first, so that close releases what they leave.
+    for (let queues = [...this.queues.values()]; queues.length > 0; queues = [...this.queues.values()]) {
+      await Promise.all(queues.map((queue) => queue.tail));
+    }
     let failure: unknown;
     for (const id of [...this.writers.keys()]) {
       try {
@@ -869,31 +874,39 @@ export class JsonlStore implements SessionStore {
         sessionId: id,
       },
     );
-    if (reframed === undefined) {
-      await io(`truncating ${writer.paths.log}`, id, () => handle.truncate(batch.offset));
-      await io(`syncing ${writer.paths.log}`, id, () => handle.datasync());
-    } else {
-      await publishFile(
-        this.fs,
-        writer.paths.dir,
-        writer.paths.log,
-        async (out) => {
-          const chunk = new Uint8Array(1024 * 1024);
-          for (let copied = 0; copied < batch.offset; ) {
-            const n = await handle.read(chunk, 0, Math.min(chunk.length, batch.offset - copied), copied);
-            if (n === 0) throw Object.assign(new Error('log shrank while being rewritten'), { code: 'EIO' });
-            await writeAll(out, chunk.subarray(0, n), copied);
-            copied += n;
-          }
-          await writeAll(out, reframed, batch.offset);
-        },
-        'rename',
-        id,
-      );
-      await quietly(() => handle.close());
-      writer.handle = undefined;
-      writer.size = newSize;
-      await this.reopenHandle(writer);
+    try {
+      if (reframed === undefined) {
+        await io(`truncating ${writer.paths.log}`, id, () => handle.truncate(batch.offset));
+        await io(`syncing ${writer.paths.log}`, id, () => handle.datasync());
+      } else {
+        await publishFile(
+          this.fs,
+          writer.paths.dir,
+          writer.paths.log,
+          async (out) => {
+            const chunk = new Uint8Array(1024 * 1024);
+            for (let copied = 0; copied < batch.offset; ) {
+              const n = await handle.read(chunk, 0, Math.min(chunk.length, batch.offset - copied), copied);
+              if (n === 0)
+                throw Object.assign(new Error('log shrank while being rewritten'), { code: 'EIO' });
+              await writeAll(out, chunk.subarray(0, n), copied);
+              copied += n;
+            }
+            await writeAll(out, reframed, batch.offset);
+          },
+          'rename',
+          id,
+        );
+        await quietly(() => handle.close());
+        writer.handle = undefined;
+        writer.size = newSize;
+        await this.reopenHandle(writer);
+      }
+    } catch (error) {
+      // The log may be shortened or replaced by now: this writer's descriptor, size and next seq
+      // no longer describe it. Drop it, so that the next use rescans the log.
+      await quietly(() => this.retireWriter(id, false));
+      throw error;
     }
     writer.size = newSize;
     writer.nextSeq = firstCut;
@@ -971,7 +984,8 @@ export class JsonlStore implements SessionStore {
     const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
     if (handle === undefined) throw errors.notFound(id);
     try {
-      const sidecar = await this.readSidecar(paths, id).catch(() => undefined);
+      // A fault reading the sidecar is IO: rebuilding from the log would drop what only update set.
+      const sidecar = await this.readSidecar(paths, id);
       const folder = new SummaryFolder(sidecar, this.isBoundary);
       const batches: ScanBatch[] = [];
       let header: LogHeader | undefined;
@@ -1003,12 +1017,9 @@ export class JsonlStore implements SessionStore {
    * current, else the sidecar brought forward over the batches after it, else rebuilt from the log.
    */
   private async currentSummary(paths: SessionPaths, id: string, knownSize?: number): Promise<SessionSummary> {
-    let sidecar: Sidecar | undefined;
-    try {
-      sidecar = await this.readSidecar(paths, id);
-    } catch {
-      sidecar = undefined; // unreadable sidecar: the log decides
-    }
+    // A fault reading the sidecar is IO, never "no sidecar": a summary rebuilt from the log alone
+    // lacks the fields only update sets, and update or a refresh would then store it without them.
+    const sidecar = await this.readSidecar(paths, id);
     const size =
       knownSize ??
       (await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log)))?.size ??

@@ -1,0 +1,177 @@
+// Adversarial review: each test shows a fault turning into loss, absence or a leak, and stays as
+// the regression test of its fix.
+import { existsSync } from 'node:fs';
+import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
+import { faultyFs } from './faulty-fs.js';
+import { ev, evs, removeTempDirs, tempDir } from './helpers.js';
+
+afterEach(removeTempDirs);
+
+describe('a fault reading the summary sidecar', () => {
+  it('does not make update() drop the fields earlier updates stored', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let failSidecar = false;
+    const f = faultyFs((call, path) =>
+      failSidecar && call === 'readFile' && path === paths.summary ? 'EIO' : undefined,
+    );
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 2, true));
+    await store.update('s', { title: 'kept' });
+    failSidecar = true;
+    const outcome = await store.update('s', { tags: ['t'] }).then(
+      (summary) => ({ ok: true as const, summary }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    failSidecar = false;
+    if (outcome.ok) expect(outcome.summary.title).toBe('kept');
+    else expect(isTidemarkError(outcome.error, 'IO')).toBe(true);
+    await store.close();
+    const reopened = await openJsonlStore({ root });
+    expect((await reopened.load('s')).summary.title).toBe('kept');
+    await reopened.close();
+  });
+
+  it('does not make close() rewrite the sidecar without the fields updates stored', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let failSidecar = false;
+    const f = faultyFs((call, path) =>
+      failSidecar && call === 'readFile' && path === paths.summary ? 'EIO' : undefined,
+    );
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 2, true));
+    await store.update('s', { title: 'kept', tags: ['a'] });
+    await store.append('s', evs(2, 2, true)); // the sidecar is now stale: close() refreshes it
+    failSidecar = true;
+    await store.close().catch(() => undefined);
+    failSidecar = false;
+    const reopened = await openJsonlStore({ root });
+    const { summary } = await reopened.load('s');
+    expect(summary.title).toBe('kept');
+    expect(summary.tags).toEqual(['a']);
+    await reopened.close();
+  });
+
+  it('is not hidden by load(), which would return a summary without its title', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let failSidecar = false;
+    const f = faultyFs((call, path) =>
+      failSidecar && call === 'readFile' && path === paths.summary ? 'EIO' : undefined,
+    );
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 2, true));
+    await store.update('s', { title: 'kept' });
+    failSidecar = true;
+    const outcome = await store.load('s').then(
+      (loaded) => ({ ok: true as const, loaded }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    if (outcome.ok) expect(outcome.loaded.summary.title).toBe('kept');
+    else expect(isTidemarkError(outcome.error, 'IO')).toBe(true);
+    await store.close().catch(() => undefined);
+  });
+});
+
+describe('close() while an operation is in flight', () => {
+  it('leaves no lock file or open writer behind once both have settled', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let reached!: () => void;
+    const atLink = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    let go!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      go = resolve;
+    });
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async link(from, to) {
+        if (to === paths.log) {
+          reached();
+          await gate;
+        }
+        return nodeFileSystem.link(from, to);
+      },
+    };
+    const store = await openJsonlStore({ root, fs });
+    await store.create({ id: 's' });
+    const append = store.append('s', [ev(0, 'turn/end')]).then(
+      () => 'ok',
+      (error: unknown) => error,
+    );
+    await atLink;
+    expect(existsSync(paths.lock)).toBe(true);
+    const closing = store.close();
+    go();
+    await closing;
+    const result = await append;
+    if (result !== 'ok') expect(isTidemarkError(result, 'CLOSED')).toBe(true);
+    expect(existsSync(paths.lock)).toBe(false);
+  });
+});
+
+describe("load({ tail: 'cut' }) that fails half way", () => {
+  it('after the log was replaced, the next append does not go to the replaced file (acknowledged loss)', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let renamedLog = false;
+    const f = faultyFs((call, path) => {
+      if (call === 'rename' && path === paths.log) renamedLog = true;
+      else if (renamedLog && call === 'syncDir' && path === paths.dir) return 'EIO';
+      return undefined;
+    });
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    // The boundary (seq 1) sits inside the batch: the cut must re-frame it, i.e. rewrite the log.
+    await store.append('s', [ev(0), ev(1, 'turn/end'), ev(2)]);
+    await expect(store.load('s', { tail: 'cut' })).rejects.toMatchObject({ code: 'IO' });
+    f.rule = () => undefined;
+    renamedLog = false;
+    // Whatever the failed cut left, an append the store acknowledges must be in the log.
+    const { events } = await store.load('s');
+    const next = events.length;
+    await store.append('s', [ev(next, 'turn/end')]);
+    await store.close();
+    const reopened = await openJsonlStore({ root });
+    const after = await reopened.load('s');
+    expect(after.events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq), next]);
+    await reopened.close();
+  });
+
+  it('when the log cannot be reopened after the rewrite, the next append does not leave a seq gap', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let renamedLog = false;
+    let failOpen = false;
+    const f = faultyFs((call, path) => {
+      if (call === 'rename' && path === paths.log) renamedLog = true;
+      else if (renamedLog && call === 'open' && path === paths.log && failOpen) {
+        failOpen = false;
+        return 'EMFILE';
+      }
+      return undefined;
+    });
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    await store.append('s', [ev(0), ev(1, 'turn/end'), ev(2)]);
+    failOpen = true;
+    await expect(store.load('s', { tail: 'cut' })).rejects.toMatchObject({ code: 'IO' });
+    f.rule = () => undefined;
+    const { events } = await store.load('s');
+    const next = events.length;
+    await store.append('s', [ev(next, 'turn/end')]);
+    await store.close();
+    const reopened = await openJsonlStore({ root });
+    const after = await reopened.load('s');
+    expect(after.events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq), next]);
+    await reopened.close();
+  });
+});
