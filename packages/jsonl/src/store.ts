@@ -42,6 +42,7 @@ import {
   type SessionSummary,
   type StoreOptions,
   type SummaryPatch,
+  type TidemarkError,
   toIoError,
   validateCreate,
   validateListQuery,
@@ -240,6 +241,7 @@ export class JsonlStore implements SessionStore {
       }
       if (log.end.problem !== undefined) throw problemError(log.end.problem, paths.log, id);
       const header = log.header!;
+      if (header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
       const events = flatten(log.batches);
       const state = commitStateOf(events, this.isBoundary);
       const summary = { ...log.summary!, eventCount: events.length, ...state };
@@ -327,6 +329,7 @@ export class JsonlStore implements SessionStore {
         pending.patch = merged;
         return summary;
       }
+      const previous = await this.readSidecar(writer.paths, id);
       const current = await this.currentSummary(writer.paths, id, writer.size);
       const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
       await writeSidecar(
@@ -335,10 +338,25 @@ export class JsonlStore implements SessionStore {
         writer.paths.summary,
         { logSize: writer.size, summary: next },
         {
-          syncDir: true,
+          syncDir: false,
           sessionId: id,
         },
       );
+      try {
+        await io(`syncing ${writer.paths.dir}`, id, () => this.fs.syncDir(writer.paths.dir));
+      } catch (error) {
+        // The new sidecar is visible but not durable: put the previous one back, so that a failed
+        // update changes nothing a reader can see.
+        await quietly(() =>
+          previous === undefined
+            ? this.fs.unlink(writer.paths.summary)
+            : writeSidecar(this.fs, writer.paths.dir, writer.paths.summary, previous, {
+                syncDir: false,
+                sessionId: id,
+              }),
+        );
+        throw error;
+      }
       writer.sidecarSize = writer.size;
       writer.lastAtMs = Math.max(writer.lastAtMs, Date.parse(next.updatedAt));
       return structuredClone(next);
@@ -705,6 +723,7 @@ export class JsonlStore implements SessionStore {
         },
       });
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+      if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
       let repaired: RecoveryReport | undefined;
       if (end.torn !== undefined) {
         // Set the torn bytes aside first, then cut them off: a new line never joins a torn one.
@@ -964,7 +983,10 @@ export class JsonlStore implements SessionStore {
         const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, position));
         if (n === 0) break;
         position += n;
-        for (const batch of scanner.push(buffer.subarray(0, n))) {
+        const batches = scanner.push(buffer.subarray(0, n));
+        const owner = scanner.headerLine?.header.meta.id;
+        if (owner !== undefined && owner !== id) throw foreignLog(paths.log, id, owner);
+        for (const batch of batches) {
           this.assertOpen();
           for (const event of batch.events) {
             if (event.seq > toSeq) return;
@@ -1009,7 +1031,8 @@ export class JsonlStore implements SessionStore {
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
   private async readSidecar(paths: SessionPaths, id: string): Promise<Sidecar | undefined> {
     const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () => this.fs.readFile(paths.summary));
-    return bytes === undefined ? undefined : decodeSidecar(bytes);
+    const sidecar = bytes === undefined ? undefined : decodeSidecar(bytes);
+    return sidecar?.summary.id === id ? sidecar : undefined; // another session's (copied) sidecar: ignored
   }
 
   /**
@@ -1084,7 +1107,9 @@ export class JsonlStore implements SessionStore {
     const stat = await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log));
     if (stat === undefined) return undefined;
     try {
-      return await this.currentSummary(paths, id, stat.size);
+      const summary = await this.currentSummary(paths, id, stat.size);
+      if (summary.id !== id) throw foreignLog(paths.log, id, summary.id);
+      return summary;
     } catch (error) {
       if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
       throw error;
@@ -1190,6 +1215,11 @@ export class JsonlStore implements SessionStore {
       if (queue.depth === 0 && this.queues.get(id) === queue) this.queues.delete(id);
     }
   }
+}
+
+/** CORRUPT: the log of `id` has the header of another session (a copied or renamed file). */
+function foreignLog(file: string, id: string, owner: string): TidemarkError {
+  return errors.corrupt(`session ${id}: ${file} holds the log of session ${owner}`, { file, offset: 0 }, id);
 }
 
 function flatten(batches: readonly ScanBatch[]): SessionEvent[] {

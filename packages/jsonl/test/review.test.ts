@@ -1,6 +1,6 @@
 // Adversarial review: each test shows a fault turning into loss, absence or a leak, and stays as
 // the regression test of its fix.
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync } from 'node:fs';
 import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
@@ -173,5 +173,64 @@ describe("load({ tail: 'cut' }) that fails half way", () => {
     const after = await reopened.load('s');
     expect(after.events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq), next]);
     await reopened.close();
+  });
+});
+
+describe('update() that fails', () => {
+  it('after the new sidecar was renamed into place (directory fsync failed) leaves the old summary visible', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let failDirSync = false;
+    const f = faultyFs((call, path) =>
+      failDirSync && call === 'syncDir' && path === paths.dir ? 'EIO' : undefined,
+    );
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's', title: 'old' });
+    await store.append('s', evs(0, 2, true));
+    await store.update('s', { title: 'old', tags: ['a'] });
+    const before = (await store.load('s')).summary;
+    failDirSync = true;
+    await expect(store.update('s', { title: 'new' })).rejects.toMatchObject({ code: 'IO' });
+    failDirSync = false;
+    expect((await store.load('s')).summary).toEqual(before);
+    expect((await store.list()).sessions).toEqual([before]);
+    await store.close();
+    const reopened = await openJsonlStore({ root });
+    expect((await reopened.load('s')).summary.title).toBe('old');
+    await reopened.close();
+  });
+});
+
+describe('a log whose header names another session (a copied file)', () => {
+  it('is not listed or loaded under the other id: list pages would show one id twice and skip a session', async () => {
+    const root = tempDir();
+    const store = await openJsonlStore({ root });
+    await store.create({ id: 'a' });
+    await store.append('a', evs(0, 2, true));
+    await store.close();
+    const a = sessionPaths(root, bucketOf(undefined), 'a');
+    const b = sessionPaths(root, bucketOf(undefined), 'b');
+    copyFileSync(a.log, b.log);
+    copyFileSync(a.summary, b.summary);
+    const reader = await openJsonlStore({ root });
+    const seen: string[] = [];
+    const problems: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await reader.list({ limit: 1, ...(cursor !== undefined && { cursor }) });
+      seen.push(...page.sessions.map((s) => s.id));
+      problems.push(...page.problems.map((p) => p.id));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    // Every session appears exactly once, under its own id or in problems.
+    expect(seen).toEqual(['a']);
+    expect([...new Set(problems)]).toEqual(['b']);
+    const loaded = await reader.load('b').then(
+      (l) => l.meta.id,
+      (error: unknown) => (isTidemarkError(error, 'CORRUPT') ? 'CORRUPT' : error),
+    );
+    expect(loaded).toBe('CORRUPT');
+    await expect(reader.append('b', [ev(2, 'turn/end')])).rejects.toMatchObject({ code: 'CORRUPT' });
+    await reader.close();
   });
 });
