@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import {
   boundaryPredicate,
   commitStateOf,
+  type ListProblem,
   type SessionEvent,
   type SessionStore,
   type SessionSummary,
@@ -387,10 +388,12 @@ async function cmdTrash(ctx: Context): Promise<number> {
   switch (sub) {
     case undefined:
     case 'list': {
-      const entries = await lifecycle.trashList();
+      const { entries, problems } = await lifecycle.trashListing();
       if (ctx.values.json) printJson(ctx.io, entries);
-      else if (entries.length === 0) print(ctx.io, 'the trash is empty');
-      else
+      else if (entries.length === 0) {
+        // Not "empty" when it holds sessions it could not describe (reported below).
+        if (problems.length === 0) print(ctx.io, 'the trash is empty');
+      } else
         print(
           ctx.io,
           renderTable(
@@ -405,7 +408,8 @@ async function cmdTrash(ctx: Context): Promise<number> {
             ]),
           ),
         );
-      return EXIT_CODES.OK;
+      reportTrashProblems(ctx, problems);
+      return problems.length > 0 ? EXIT_CODES.PROBLEMS : EXIT_CODES.OK;
     }
     case 'restore': {
       const id = rest[0];
@@ -419,7 +423,7 @@ async function cmdTrash(ctx: Context): Promise<number> {
     case 'purge': {
       if (ctx.values['dry-run']) {
         const now = new Date();
-        const entries = await lifecycle.trashList();
+        const { entries, problems } = await lifecycle.trashListing();
         const due = entries.filter((e) => Date.parse(e.purgeAfter) <= now.getTime());
         if (ctx.values.json) printJson(ctx.io, { dryRun: true, wouldPurge: due.map((e) => e.id) });
         else
@@ -427,24 +431,33 @@ async function cmdTrash(ctx: Context): Promise<number> {
             ctx.io,
             `would purge ${due.length} session(s) past their grace period${due.map((e) => `\n  ${e.id}`).join('')}`,
           );
-        return EXIT_CODES.OK;
+        reportTrashProblems(ctx, problems);
+        return problems.length > 0 ? EXIT_CODES.PROBLEMS : EXIT_CODES.OK;
       }
       const report = await lifecycle.purge();
       if (ctx.values.json)
         printJson(ctx.io, {
           purged: report.purged,
           kept: report.kept.map((e) => ({ id: e.id, purgeAfter: e.purgeAfter })),
+          problems: report.problems.map((p) => ({ id: p.id, error: p.error.toJSON() })),
         });
       else
         print(
           ctx.io,
           `purged ${report.purged.length} session(s); ${report.kept.length} still within their grace period`,
         );
-      return EXIT_CODES.OK;
+      reportTrashProblems(ctx, report.problems);
+      return report.problems.length > 0 ? EXIT_CODES.PROBLEMS : EXIT_CODES.OK;
     }
     default:
       throw new CliError('USAGE', `trash: unknown subcommand ${JSON.stringify(sub)} (list, restore, purge)`);
   }
+}
+
+/** Trashed sessions the trash store could not describe: on stderr, never left out silently. */
+function reportTrashProblems(ctx: Context, problems: readonly ListProblem[]): void {
+  for (const p of problems)
+    ctx.io.stderr.write(`${ctx.err.red('problem')}: ${p.id}: ${p.error.code}: ${p.error.message}\n`);
 }
 
 async function cmdVerify(ctx: Context): Promise<number> {
@@ -568,7 +581,14 @@ async function cmdImport(ctx: Context): Promise<number> {
     throw new CliError('USAGE', 'import reads the export from stdin and takes no arguments');
   const chunks: Buffer[] = [];
   for await (const chunk of ctx.io.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
-  const parsed = parseExport(Buffer.concat(chunks).toString('utf8'));
+  let text: string;
+  try {
+    // Strict: bytes that are not UTF-8 are bad input, never silently stored as U+FFFD.
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new TidemarkError('INVALID', 'import: the input is not valid UTF-8');
+  }
+  const parsed = parseExport(text);
   const id = ctx.values.id ?? parsed.header.meta.id;
   if (parsed.events.length === 0)
     throw new TidemarkError(

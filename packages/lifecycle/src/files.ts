@@ -56,14 +56,27 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-/** Appends one line to `path` (created 0600) and fsyncs it before resolving. */
+/**
+ * Appends one line to `path` (created 0600) and fsyncs it before resolving. A torn last line left
+ * by a crash or a failed write is closed with a newline first, so the new line never joins it
+ * (the fragment stays a reported bad line). A newly created file gets its directory fsynced.
+ */
 export async function appendLineDurably(path: string, line: string): Promise<void> {
-  await ensurePrivateDir(dirname(path));
+  const dir = dirname(path);
+  await ensurePrivateDir(dir);
   let handle: fsp.FileHandle | undefined;
   try {
-    handle = await fsp.open(path, 'a', 0o600);
-    await handle.writeFile(`${line}\n`, 'utf8');
+    handle = await fsp.open(path, 'a+', 0o600);
+    const { size } = await handle.stat();
+    let text = `${line}\n`;
+    if (size > 0) {
+      const last = Buffer.alloc(1);
+      await handle.read(last, 0, 1, size - 1);
+      if (last[0] !== 0x0a) text = `\n${text}`;
+    }
+    await handle.writeFile(text, 'utf8');
     await handle.sync();
+    if (size === 0) await syncDir(dir);
   } catch (error) {
     throw toIoError(error, `appending to ${path}`);
   } finally {

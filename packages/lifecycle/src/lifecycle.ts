@@ -77,6 +77,8 @@ export interface PurgeReport {
   purged: string[];
   /** Still within their grace period. */
   kept: TrashEntry[];
+  /** Trashed sessions the trash store could not describe: kept, never taken for absent. */
+  problems: ListProblem[];
 }
 
 /** Where a session is, as far as the stores and the audit log can tell. */
@@ -180,9 +182,17 @@ export class Lifecycle {
     return entry;
   }
 
-  /** Sessions in the trash, oldest trashing first (ties by id). */
+  /**
+   * Sessions in the trash, oldest trashing first (ties by id). Sessions the trash store cannot
+   * describe are left out here: use {@link trashListing} to see them.
+   */
   async trashList(): Promise<TrashEntry[]> {
-    const { sessions } = await listAll(this.options.trash);
+    return (await this.trashListing()).entries;
+  }
+
+  /** The trash: its sessions as {@link trashList} orders them, and the ones it could not describe. */
+  async trashListing(): Promise<{ entries: TrashEntry[]; problems: ListProblem[] }> {
+    const { sessions, problems } = await listAll(this.options.trash);
     const byTimeThenId = (a: TrashEntry, b: TrashEntry) =>
       a.trashedAt !== b.trashedAt
         ? a.trashedAt < b.trashedAt
@@ -193,7 +203,7 @@ export class Lifecycle {
           : a.id > b.id
             ? 1
             : 0;
-    return sessions.map((s) => this.entryOf(s)).sort(byTimeThenId);
+    return { entries: sessions.map((s) => this.entryOf(s)).sort(byTimeThenId), problems };
   }
 
   /**
@@ -224,8 +234,9 @@ export class Lifecycle {
   /** Destroys trashed sessions whose grace period is over at `now`. */
   async purge(options: { now?: Date } = {}): Promise<PurgeReport> {
     const now = options.now ?? this.now();
-    const report: PurgeReport = { purged: [], kept: [] };
-    for (const entry of await this.trashList()) {
+    const { entries, problems } = await this.trashListing();
+    const report: PurgeReport = { purged: [], kept: [], problems };
+    for (const entry of entries) {
       if (!isPurgeable(entry.trashedAt, this.graceDays, now)) {
         report.kept.push(entry);
         continue;

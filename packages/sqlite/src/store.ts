@@ -499,6 +499,26 @@ class SqliteStore implements SessionStore {
           next += page.length;
           if (page.length === 0) break;
         }
+        if (toSeq >= next) {
+          // Past the counted events: a stored row there means the summary undercounts the log,
+          // which load reports as CORRUPT; read must not stream a silently shortened history.
+          const beyond = self.run(
+            context,
+            'SELECT events',
+            () => self.stmts.eventRange.all(id, next, next) as EventRow[],
+          );
+          if (beyond.length > 0) {
+            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
+            const count = now === undefined ? 0 : rowToSummary(now, self.file).eventCount;
+            if (count <= next) {
+              throw errors.corrupt(
+                `session ${id}: the summary counts ${count} events but the log holds seq ${next} in ${self.file}`,
+                { file: self.file, table: 'events', row: `session_id=${id}`, seq: next },
+                id,
+              );
+            }
+          }
+        }
       },
     };
   }

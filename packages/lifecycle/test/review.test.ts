@@ -1,0 +1,102 @@
+// Review findings: each test shows a bug that was fixed in src.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+import { openMemoryStore } from '@tidemark/memory';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AUDIT_FILE, AuditLog, openLifecycle } from '../src/index.js';
+
+let home: string;
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'tidemark-lifecycle-review-'));
+});
+afterEach(async () => {
+  await rm(home, { recursive: true, force: true });
+});
+
+describe('audit log after a torn final write', () => {
+  it('an entry recorded after a crash cut the previous line short is still readable', async () => {
+    const log = new AuditLog(home);
+    await log.record('created', 'a', 'memory:main');
+    // A crash in the middle of the next record left half a line without its newline.
+    const file = join(home, AUDIT_FILE);
+    await writeFile(file, `${await readFile(file, 'utf8')}{"time":"2026-01-01T00:00:00.000Z","act`);
+    expect((await log.read()).tornTail).toBe(true);
+
+    const entry = await log.record('deleted', 'b', 'memory:main', { reason: 'x' });
+    const after = await log.read();
+    // The acknowledged entry must not be glued onto the torn fragment and lost as "not JSON".
+    expect(after.entries.map((e) => [e.action, e.id])).toEqual([
+      ['created', 'a'],
+      ['deleted', 'b'],
+    ]);
+    expect(after.entries[1]).toEqual(entry);
+    expect(await log.history('b')).toEqual([entry]);
+  });
+});
+
+/** A store whose `list` cannot describe `unreadable`: it reports it in `problems`, as SPEC §4 asks. */
+function withUnreadable(store: SessionStore, unreadable: string): SessionStore {
+  return {
+    create: (init) => store.create(init),
+    append: (id, events) => store.append(id, events),
+    load: (id, options) => store.load(id, options),
+    read: (id, range) => store.read(id, range),
+    has: (id) => store.has(id),
+    update: (id, patch) => store.update(id, patch),
+    delete: (id) => store.delete(id),
+    close: () => store.close(),
+    async list(query) {
+      const page = await store.list(query);
+      const hidden = page.sessions.filter((s) => s.id === unreadable);
+      return {
+        ...page,
+        sessions: page.sessions.filter((s) => s.id !== unreadable),
+        problems: [
+          ...page.problems,
+          ...hidden.map((s) => ({
+            id: s.id,
+            error: new TidemarkError('CORRUPT', `session ${s.id}: summary unreadable`, { sessionId: s.id }),
+          })),
+        ],
+      };
+    },
+  };
+}
+
+const ev = (seq: number, type: string): SessionEvent => ({
+  seq,
+  type,
+  time: '2026-01-01T00:00:00.000Z',
+  data: null,
+});
+
+describe('trash sessions the trash store cannot describe', () => {
+  it('are reported as problems by the trash listing and by purge, never silently left out', async () => {
+    const store = await openMemoryStore();
+    const trash = withUnreadable(await openMemoryStore(), 'b');
+    const now = new Date('2026-06-01T00:00:00.000Z');
+    const lifecycle = await openLifecycle({
+      home,
+      store,
+      storeAddress: 'memory:main',
+      trash,
+      trashAddress: 'memory:trash',
+      now: () => now,
+    });
+    for (const id of ['a', 'b']) {
+      await store.create({ id });
+      await store.append(id, [ev(0, 'turn/start'), ev(1, 'turn/end')]);
+      await lifecycle.delete(id);
+    }
+    const listing = await lifecycle.trashListing();
+    expect(listing.entries.map((e) => e.id)).toEqual(['a']);
+    expect(listing.problems.map((p) => [p.id, p.error.code])).toEqual([['b', 'CORRUPT']]);
+
+    const report = await lifecycle.purge({ now: new Date(now.getTime() + 30 * 24 * 3600 * 1000) });
+    expect(report.purged).toEqual(['a']);
+    expect(report.problems.map((p) => p.id)).toEqual(['b']);
+    expect(await trash.has('b')).toBe(true);
+  });
+});
