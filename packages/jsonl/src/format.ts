@@ -248,6 +248,7 @@ function eventLineOf(line: Record<string, unknown>): DecodedLine | string {
     return 'an event needs type, time and data';
   }
   if (seq === last && typeof at !== 'string') return 'the closing line of a batch needs `at`';
+  if (typeof at === 'string' && !Number.isFinite(Date.parse(at))) return '`at` is not a time';
   const value: DecodedLine = { event: { seq, type, time, data: data as JsonValue }, end: last };
   if (typeof at === 'string') value.at = at;
   return value;
@@ -294,7 +295,9 @@ export function decodeHeaderLine(bytes: Uint8Array, start: number, end: number):
 function parseMeta(value: unknown): SessionMeta | undefined {
   if (!isPlainObject(value)) return undefined;
   const { id, createdAt, cwd, parent } = value;
-  if (typeof id !== 'string' || typeof createdAt !== 'string') return undefined;
+  // createdAt must be a time: appends compute the next `at` from it.
+  if (typeof id !== 'string' || typeof createdAt !== 'string' || !Number.isFinite(Date.parse(createdAt)))
+    return undefined;
   const meta: SessionMeta = { id, createdAt, formatVersion: FORMAT_VERSION };
   if (cwd !== undefined) {
     if (typeof cwd !== 'string') return undefined;

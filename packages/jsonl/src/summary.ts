@@ -43,6 +43,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A timestamp the store can compute with (`Date.parse` finite): anything else would make appends throw. */
+function isTime(value: unknown): value is string {
+  return typeof value === 'string' && Number.isFinite(Date.parse(value));
+}
+
 function isInt(value: unknown, min: number): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
 }
@@ -69,8 +74,7 @@ export function decodeSidecar(bytes: Uint8Array): Sidecar | undefined {
   const s = value.summary;
   if (!isObject(s)) return undefined;
   const { id, createdAt, updatedAt, cwd, parent, eventCount, committedSeq, interrupted } = s;
-  if (typeof id !== 'string' || typeof createdAt !== 'string' || typeof updatedAt !== 'string')
-    return undefined;
+  if (typeof id !== 'string' || !isTime(createdAt) || !isTime(updatedAt)) return undefined;
   if (!isInt(eventCount, 0) || !isInt(committedSeq, -1) || typeof interrupted !== 'boolean') return undefined;
   const summary: SessionSummary = { id, createdAt, updatedAt, eventCount, committedSeq, interrupted };
   if (cwd !== undefined) {

@@ -1,9 +1,9 @@
 // Adversarial review: each test shows a fault turning into loss, absence or a leak, and stays as
 // the regression test of its fix.
-import { copyFileSync, existsSync } from 'node:fs';
-import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type FileSystem, isTidemarkError, nodeFileSystem, prepareBatch } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
+import { bucketOf, encodeBatch, encodeHeader, openJsonlStore, sessionPaths } from '../src/index.js';
 import { faultyFs } from './faulty-fs.js';
 import { ev, evs, removeTempDirs, tempDir } from './helpers.js';
 
@@ -232,5 +232,55 @@ describe('a log whose header names another session (a copied file)', () => {
     expect(loaded).toBe('CORRUPT');
     await expect(reader.append('b', [ev(2, 'turn/end')])).rejects.toMatchObject({ code: 'CORRUPT' });
     await reader.close();
+  });
+});
+
+describe('hostile timestamps in a sidecar or a log', () => {
+  it('a sidecar whose updatedAt is not a time does not wedge every later append and update with IO', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    const store = await openJsonlStore({ root });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 2, true));
+    await store.close();
+    const sidecar = JSON.parse(readFileSync(paths.summary, 'utf8'));
+    sidecar.summary.updatedAt = 'garbage';
+    writeFileSync(paths.summary, JSON.stringify(sidecar));
+    const writer = await openJsonlStore({ root });
+    const outcome = await writer.append('s', evs(2, 1, true)).then(
+      () => 'ok',
+      (error: unknown) => (isTidemarkError(error) ? error.code : error),
+    );
+    expect(['ok', 'CORRUPT']).toContain(outcome);
+    const updated = await writer.update('s', { title: 't' }).then(
+      () => 'ok',
+      (error: unknown) => (isTidemarkError(error) ? error.code : error),
+    );
+    expect(['ok', 'CORRUPT']).toContain(updated);
+    await writer.close();
+  });
+
+  it('a checksummed header whose createdAt is not a time reads as CORRUPT, not as an IO fault', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+    const batch = prepareBatch([ev(0, 'turn/end')], {}, 's');
+    writeFileSync(
+      paths.log,
+      encodeHeader({ id: 's', createdAt: 'not a time' }, {}) +
+        encodeBatch(batch, 0, '2026-01-01T00:00:00.000Z'),
+    );
+    const store = await openJsonlStore({ root });
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (error: unknown) => (isTidemarkError(error) ? error.code : error),
+      );
+    expect(['ok', 'CORRUPT']).toContain(await code(store.load('s')));
+    expect(['ok', 'CORRUPT']).toContain(await code(store.append('s', [ev(1, 'turn/end')])));
+    const page = await store.list();
+    for (const problem of page.problems) expect(problem.error.code).toBe('CORRUPT');
+    expect(page.sessions.length + page.problems.length).toBe(1);
+    await store.close();
   });
 });
