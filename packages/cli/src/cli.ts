@@ -601,6 +601,8 @@ async function cmdImport(ctx: Context): Promise<number> {
   const { meta, summary } = parsed.header;
   await staging.create({
     id,
+    // The original creation time, as every other copy keeps it (validated by create).
+    ...(meta.createdAt !== undefined && { createdAt: meta.createdAt }),
     ...(meta.cwd !== undefined && { cwd: meta.cwd }),
     ...(meta.parent !== undefined && { parent: meta.parent }),
     ...(summary.title !== undefined && { title: summary.title }),
@@ -708,7 +710,9 @@ async function cmdMigrate(ctx: Context): Promise<number> {
   } else {
     print(
       ctx.io,
-      `migrated ${counts.sessions} session(s), ${counts.events} events from ${fromAddress.text} to ${toAddress.text}: ` +
+      // Only what was copied and verified counts as migrated; failures are listed below.
+      `migrated ${results.length === ids.length ? '' : `${results.length} of `}${counts.sessions} session(s), ` +
+        `${counts.events} events from ${fromAddress.text} to ${toAddress.text}: ` +
         `${counts.copied} copied, ${counts.resumed} resumed, ${counts.alreadyComplete} already complete; verified by sha256`,
     );
     for (const f of failed)

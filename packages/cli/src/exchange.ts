@@ -89,6 +89,9 @@ export function parseExport(text: string): ParsedExport {
   if (typeof header !== 'object' || header === null || header.format !== EXPORT_FORMAT) {
     throw invalid(1, `not a tidemark export (expected "format": "${EXPORT_FORMAT}")`);
   }
+  if (typeof header.version === 'number' && !(Number.isSafeInteger(header.version) && header.version >= 1)) {
+    throw invalid(1, `the header's version must be a positive integer, got ${String(header.version)}`);
+  }
   if (typeof header.version !== 'number' || header.version > EXPORT_VERSION) {
     throw new TidemarkError(
       'UNSUPPORTED_FORMAT',
@@ -104,6 +107,13 @@ export function parseExport(text: string): ParsedExport {
     throw invalid(1, 'the header needs meta and summary objects');
   }
   assertValidId(header.meta.id, 'import: meta.id');
+  const announced: unknown = header.summary.eventCount;
+  if (announced !== undefined && !(Number.isSafeInteger(announced) && (announced as number) >= 0)) {
+    throw invalid(
+      1,
+      `the header's summary.eventCount must be a count of events, got ${JSON.stringify(announced)}`,
+    );
+  }
   const events: SessionEvent[] = [];
   for (let i = 1; i < lines.length; i++) {
     let value: unknown;

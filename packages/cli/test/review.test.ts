@@ -1,7 +1,7 @@
 // Review findings, run through the built binary as a user runs it: each test shows a bug that was
 // fixed in src.
 import { spawnSync } from 'node:child_process';
-import { closeSync, existsSync, openSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -131,5 +131,60 @@ describe.skipIf(unavailable.sqlite !== undefined || !existsSync('/dev/full'))('s
     } finally {
       closeSync(full);
     }
+  });
+});
+
+describe.skipIf(unavailable.sqlite !== undefined)('import keeps the meta of the export', () => {
+  it('the imported session has the exported createdAt, so export → import round-trips', () => {
+    const store = `sqlite:${join(home, 's.db')}`;
+    expect(tidemark(['--store', store, 'import'], exportLines('c1', 'hello')).status).toBe(0);
+    const listed = JSON.parse(tidemark(['--store', store, 'list', '--json']).stdout) as {
+      sessions: { id: string; createdAt: string }[];
+    };
+    expect(listed.sessions.map((s) => [s.id, s.createdAt])).toEqual([['c1', T]]);
+    const header = JSON.parse(tidemark(['--store', store, 'export', 'c1']).stdout.split('\n')[0]!) as {
+      meta: { createdAt: string };
+    };
+    expect(header.meta.createdAt).toBe(T);
+  });
+});
+
+describe.skipIf(unavailable.sqlite !== undefined || unavailable.jsonl !== undefined)('migrate', () => {
+  it('does not announce a session it failed to copy as migrated and verified', () => {
+    const from = `sqlite:${join(home, 's.db')}`;
+    expect(tidemark(['--store', from, 'import'], exportLines('m1', 'one')).status).toBe(0);
+    expect(tidemark(['--store', from, 'import'], exportLines('m2', 'two')).status).toBe(0);
+    // The target lies under a regular file: every copy fails with IO.
+    writeFileSync(join(home, 'plain'), 'not a directory');
+    const run = tidemark(['migrate', '--from', from, '--to', `jsonl:${join(home, 'plain', 'x')}`]);
+    expect(run.status).toBe(1);
+    expect(run.stderr).toMatch(/failed: m1: IO/);
+    expect(run.stdout).not.toContain('migrated 2 session(s)');
+    expect(run.stdout).toContain('migrated 0 of 2 session(s)');
+  });
+});
+
+describe.skipIf(unavailable.sqlite !== undefined)('import of a malformed header', () => {
+  it('rejects an eventCount or version that is not a count, instead of skipping the truncation check', () => {
+    const store = `sqlite:${join(home, 's.db')}`;
+    const lines = exportLines('h1', 'x').split('\n');
+    const header = JSON.parse(lines[0]!) as { version: unknown; summary: { eventCount: unknown } };
+    // A truncated stream (one event of the announced two), its count given as a string.
+    const truncated = [
+      JSON.stringify({ ...header, summary: { ...header.summary, eventCount: '2' } }),
+      lines[1],
+      '',
+    ].join('\n');
+    const run = tidemark(['--store', store, 'import'], truncated);
+    expect(run.stderr).toMatch(/^tidemark: INVALID: .*eventCount/);
+    expect(run.status).toBe(6);
+    const badVersion = [JSON.stringify({ ...header, version: 0.5 }), ...lines.slice(1)].join('\n');
+    const second = tidemark(['--store', store, 'import'], badVersion);
+    expect(second.stderr).toMatch(/^tidemark: INVALID: .*version/);
+    expect(second.status).toBe(6);
+    const listed = JSON.parse(tidemark(['--store', store, 'list', '--json']).stdout) as {
+      sessions: unknown[];
+    };
+    expect(listed.sessions).toEqual([]);
   });
 });
