@@ -181,9 +181,15 @@ async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Ui
 }
 
 async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {
-  liveTokens.delete(token);
-  const bytes = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
-  if (bytes === undefined) return;
-  if (parseRecord(bytes)?.token !== token) return; // not ours any more: leave it alone
-  await ioOrAbsent(`removing lock ${path}`, id, () => fs.unlink(path));
+  // The token stays registered until the file is gone: a requester in this process that met it
+  // meanwhile would otherwise judge it abandoned, take it over and create its own lock, which the
+  // unlink below would then remove from under it.
+  try {
+    const bytes = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
+    if (bytes === undefined) return;
+    if (parseRecord(bytes)?.token !== token) return; // not ours any more: leave it alone
+    await ioOrAbsent(`removing lock ${path}`, id, () => fs.unlink(path));
+  } finally {
+    liveTokens.delete(token);
+  }
 }

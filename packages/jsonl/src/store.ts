@@ -165,6 +165,8 @@ export class JsonlStore implements SessionStore {
   private readonly writers = new Map<string, Writer>();
   private readonly buckets = new Map<string, string>();
   private readonly queues = new Map<string, { tail: Promise<void>; depth: number }>();
+  /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
+  private readonly retiring = new Map<string, Promise<void>>();
   private closed = false;
 
   constructor(options: JsonlStoreOptions = {}) {
@@ -675,6 +677,7 @@ export class JsonlStore implements SessionStore {
       }
       return existing;
     }
+    await this.retiring.get(id)?.catch(() => undefined);
     const paths = await this.locate(id);
     if (paths === undefined) return undefined;
     await this.assertRealBucket(paths, id);
@@ -790,8 +793,23 @@ export class JsonlStore implements SessionStore {
   /** Syncs what relaxed mode owes, refreshes the sidecar, closes the descriptor, releases the lock. */
   private async retireWriter(id: string, refresh: boolean): Promise<void> {
     const writer = this.writers.get(id);
-    if (writer === undefined) return;
+    if (writer === undefined) {
+      // An eviction may still be releasing this session's lock: let it finish first.
+      await this.retiring.get(id)?.catch(() => undefined);
+      return;
+    }
     this.writers.delete(id);
+    const retired = this.retire(writer, refresh);
+    this.retiring.set(id, retired);
+    try {
+      await retired;
+    } finally {
+      if (this.retiring.get(id) === retired) this.retiring.delete(id);
+    }
+  }
+
+  private async retire(writer: Writer, refresh: boolean): Promise<void> {
+    const id = writer.id;
     let failure: unknown;
     if (writer.handle !== undefined && writer.unsynced) {
       try {

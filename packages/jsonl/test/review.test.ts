@@ -284,3 +284,64 @@ describe('hostile timestamps in a sidecar or a log', () => {
     await store.close();
   });
 });
+
+describe('a writer evicted (maxOpenWriters) while the same session is used again', () => {
+  it('does not let the eviction remove the lock the new writer just took', async () => {
+    const root = tempDir();
+    const a = sessionPaths(root, bucketOf(undefined), 'a');
+    let atUnlink!: () => void;
+    const unlinkReached = new Promise<void>((resolve) => {
+      atUnlink = resolve;
+    });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let gated = false;
+    let stalled = false;
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async unlink(path) {
+        if (gated && path === a.lock) {
+          gated = false;
+          stalled = true;
+          atUnlink();
+          await gate; // the eviction's release stalls between checking the lock and removing it
+        }
+        return nodeFileSystem.unlink(path);
+      },
+      async link(from, to) {
+        await nodeFileSystem.link(from, to);
+        if (stalled && to === a.lock) open(); // a new lock for 'a' is in place: let the stalled release go on
+      },
+    };
+    const store = await openJsonlStore({ root, fs, maxOpenWriters: 1 });
+    await store.create({ id: 'a' });
+    await store.append('a', evs(0, 1, true));
+    await store.create({ id: 'b' });
+    gated = true;
+    const appendB = store.append('b', evs(0, 1, true)); // registers b, evicts a
+    await unlinkReached;
+    const timer = setTimeout(open, 300);
+    const settle = (p: Promise<unknown>) =>
+      p.then(
+        () => 'ok',
+        (error: unknown) => (isTidemarkError(error) ? error.code : error),
+      );
+    // Not a CONFLICT either: no other writer holds 'a', this very store is only closing its old writer.
+    expect(await settle(store.append('a', evs(1, 1, true)))).toBe('ok');
+    await appendB;
+    clearTimeout(timer);
+    const { nextSeq } = { nextSeq: (await store.load('a')).events.length };
+    // 'a' has a live writer in `store` again: another instance must get the session handed over or
+    // CONFLICT, never a second writer beside it (the stalled release must not remove the new lock).
+    const lockHeld = existsSync(a.lock);
+    const other = await openJsonlStore({ root });
+    const first = await settle(other.append('a', [ev(nextSeq, 'turn/end', 'other')]));
+    const second = await settle(store.append('a', [ev(nextSeq, 'turn/end', 'store')]));
+    expect([first, second].sort()).toEqual(['CONFLICT', 'ok']);
+    expect(lockHeld).toBe(true);
+    await other.close();
+    await store.close();
+  });
+});
