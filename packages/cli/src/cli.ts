@@ -182,7 +182,15 @@ async function openMain(ctx: Context): Promise<Backend> {
 
 async function openLifecycleFor(ctx: Context, main: Backend): Promise<Lifecycle> {
   const trashText = ctx.values.trash ?? ctx.config.trash ?? defaultTrashAddress(ctx.home, main.address);
-  const trash = await open(ctx, parseStoreAddress(trashText, ctx.io.cwd));
+  const trashAddress = parseStoreAddress(trashText, ctx.io.cwd);
+  // A trash that is the store itself would turn "move to the trash" into destruction.
+  if (trashAddress.kind !== 'memory' && trashAddress.text === main.address.text) {
+    throw new CliError(
+      'USAGE',
+      `the trash ${trashAddress.text} is the store itself; pass another one with --trash ADDRESS`,
+    );
+  }
+  const trash = await open(ctx, trashAddress);
   return openLifecycle({
     home: ctx.home,
     store: main.store,

@@ -188,3 +188,29 @@ describe.skipIf(unavailable.sqlite !== undefined)('import of a malformed header'
     expect(listed.sessions).toEqual([]);
   });
 });
+
+describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefined)(
+  'a trash that is the store itself',
+  () => {
+    it('is refused (USAGE) instead of "moving" a session onto itself and then deleting it for good', () => {
+      // The default trash of a JSONL store is jsonl:$TIDEMARK_HOME/trash: inspecting the trash as a
+      // store with --store must not make delete destroy sessions without any grace period.
+      for (const [store, trash] of [
+        [`jsonl:${join(home, 'trash')}`, undefined],
+        [`jsonl:${join(home, 'j')}`, `jsonl:${join(home, 'j')}`],
+        [`sqlite:${join(home, 'trash.db')}`, undefined],
+      ] as const) {
+        const flags = ['--store', store, ...(trash === undefined ? [] : ['--trash', trash])];
+        expect(tidemark([...flags, 'import'], exportLines('d1', 'keep me')).status).toBe(0);
+        const run = tidemark([...flags, 'delete', 'd1']);
+        expect(run.stderr).toMatch(/^tidemark: USAGE: \S/);
+        expect(run.status).toBe(2);
+        expect(tidemark([...flags, 'prune', '--older-than', '0', '--yes']).status).toBe(2);
+        const listed = JSON.parse(tidemark(['--store', store, 'list', '--json']).stdout) as {
+          sessions: { id: string }[];
+        };
+        expect(listed.sessions.map((s) => s.id)).toEqual(['d1']);
+      }
+    });
+  },
+);

@@ -128,6 +128,12 @@ export class Lifecycle {
     this.audit = new AuditLog(options.home, this.now);
     this.graceDays = options.graceDays ?? 7;
     if (!(this.graceDays >= 0)) throw new TidemarkError('INVALID', 'lifecycle: graceDays must be ≥ 0');
+    // Moving a session into its own store and then deleting it there would destroy it.
+    if (options.trash === options.store)
+      throw new TidemarkError(
+        'INVALID',
+        'lifecycle: the trash must be a different store than the main store',
+      );
   }
 
   /** Makes `id` the active session of the project directory `cwd`. */

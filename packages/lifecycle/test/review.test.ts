@@ -100,3 +100,12 @@ describe('trash sessions the trash store cannot describe', () => {
     expect(await trash.has('b')).toBe(true);
   });
 });
+
+describe('a trash that is the main store', () => {
+  it('is refused: moving a session onto itself and deleting it would destroy it', async () => {
+    const store = await openMemoryStore();
+    await expect(
+      openLifecycle({ home, store, storeAddress: 'memory:a', trash: store, trashAddress: 'memory:b' }),
+    ).rejects.toMatchObject({ code: 'INVALID' });
+  });
+});
