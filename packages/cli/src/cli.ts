@@ -180,11 +180,13 @@ async function openMain(ctx: Context): Promise<Backend> {
   return open(ctx, mainAddress(ctx));
 }
 
-async function openLifecycleFor(ctx: Context, main: Backend): Promise<Lifecycle> {
+/** The lifecycle of the main store; `moves` for the commands that move sessions in or out of the trash. */
+async function openLifecycleFor(ctx: Context, main: Backend, moves = false): Promise<Lifecycle> {
   const trashText = ctx.values.trash ?? ctx.config.trash ?? defaultTrashAddress(ctx.home, main.address);
   const trashAddress = parseStoreAddress(trashText, ctx.io.cwd);
-  // A trash that is the store itself would turn "move to the trash" into destruction.
-  if (trashAddress.kind !== 'memory' && trashAddress.text === main.address.text) {
+  // A trash that is the store itself would turn "move to the trash" into destruction (reading,
+  // as `verify` of the trash store does, stays allowed).
+  if (moves && trashAddress.kind !== 'memory' && trashAddress.text === main.address.text) {
     throw new CliError(
       'USAGE',
       `the trash ${trashAddress.text} is the store itself; pass another one with --trash ADDRESS`,
@@ -338,7 +340,7 @@ async function cmdDelete(ctx: Context): Promise<number> {
   const id = needId(ctx, 'delete');
   const main = await openMain(ctx);
   if (!(await main.store.has(id))) return absent(ctx, main, id);
-  const lifecycle = await openLifecycleFor(ctx, main);
+  const lifecycle = await openLifecycleFor(ctx, main, true);
   const entry = await lifecycle.delete(id);
   if (ctx.values.json) printJson(ctx.io, entry);
   else
@@ -351,7 +353,7 @@ async function cmdDelete(ctx: Context): Promise<number> {
 
 async function cmdPrune(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
-  const lifecycle = await openLifecycleFor(ctx, main);
+  const lifecycle = await openLifecycleFor(ctx, main, true);
   const olderThanDays = positiveNumber(ctx.values['older-than'], '--older-than', 30);
   const report = await lifecycle.prune({ olderThanDays, dryRun: ctx.values.yes !== true });
   if (ctx.values.json) {
@@ -392,7 +394,7 @@ async function cmdPrune(ctx: Context): Promise<number> {
 async function cmdTrash(ctx: Context): Promise<number> {
   const [sub, ...rest] = ctx.args;
   const main = await openMain(ctx);
-  const lifecycle = await openLifecycleFor(ctx, main);
+  const lifecycle = await openLifecycleFor(ctx, main, true);
   switch (sub) {
     case undefined:
     case 'list': {

@@ -206,6 +206,9 @@ describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefi
         expect(run.stderr).toMatch(/^tidemark: USAGE: \S/);
         expect(run.status).toBe(2);
         expect(tidemark([...flags, 'prune', '--older-than', '0', '--yes']).status).toBe(2);
+        expect(tidemark([...flags, 'trash', 'purge']).status).toBe(2);
+        // Reading the store stays allowed.
+        expect(tidemark([...flags, 'verify']).status).toBe(0);
         const listed = JSON.parse(tidemark(['--store', store, 'list', '--json']).stdout) as {
           sessions: { id: string }[];
         };
