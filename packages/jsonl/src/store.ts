@@ -1195,8 +1195,15 @@ export class JsonlStore implements SessionStore {
       }
       return;
     }
+    // Every directory the recursive mkdir creates is a new entry in its parent: fsync each parent,
+    // top down, or power loss may drop a new ancestor and with it the first acknowledged batch.
+    const created = [this.root];
+    for (let dir = dirname(this.root); dir !== dirname(dir); dir = dirname(dir)) {
+      if ((await ioOrAbsent(`inspecting ${dir}`, id, () => this.fs.lstat(dir))) !== undefined) break;
+      created.unshift(dir);
+    }
     await io(`creating ${this.root}`, id, () => this.fs.mkdir(this.root, { recursive: true, mode: 0o700 }));
-    await io(`syncing ${dirname(this.root)}`, id, () => this.fs.syncDir(dirname(this.root)));
+    for (const dir of created) await io(`syncing ${dirname(dir)}`, id, () => this.fs.syncDir(dirname(dir)));
   }
 
   // ---------------------------------------------------------------- plumbing

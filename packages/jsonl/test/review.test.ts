@@ -1,6 +1,8 @@
 // Adversarial review: each test shows a fault turning into loss, absence or a leak, and stays as
 // the regression test of its fix.
+
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type FileSystem, isTidemarkError, nodeFileSystem, prepareBatch } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, encodeBatch, encodeHeader, openJsonlStore, sessionPaths } from '../src/index.js';
@@ -343,5 +345,20 @@ describe('a writer evicted (maxOpenWriters) while the same session is used again
     expect(lockHeld).toBe(true);
     await other.close();
     await store.close();
+  });
+});
+
+describe('the first append into a store whose root and its parents do not exist yet', () => {
+  it('fsyncs the parent of every directory it creates, so power loss cannot drop the acknowledged batch with them', async () => {
+    const base = tempDir();
+    const root = join(base, 'home', '.tidemark', 'sessions');
+    const f = faultyFs();
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's' });
+    await store.append('s', [ev(0, 'turn/end')]);
+    await store.close();
+    const synced = f.calls.filter((c) => c.startsWith('syncDir ')).map((c) => c.slice('syncDir '.length));
+    for (const dir of [base, join(base, 'home'), join(base, 'home', '.tidemark'), root])
+      expect(synced).toContain(dir);
   });
 });
