@@ -324,6 +324,15 @@ export class Lifecycle {
       createdAt: copy.source.createdAt,
       updatedAt: copy.source.updatedAt,
     });
+    // A writer that appended while the copy was made would lose those events with the delete:
+    // the session then stays in the main store (the trash copy is a harmless prefix).
+    for await (const event of store.read(id, { fromSeq: copy.events })) {
+      throw new TidemarkError(
+        'CONFLICT',
+        `session ${id}: appended to (seq ${event.seq}) while it was being moved to the trash; it stays in ${storeAddress}`,
+        { sessionId: id },
+      );
+    }
     await store.delete(id);
     return this.entryOf((await trash.load(id)).summary);
   }

@@ -109,3 +109,41 @@ describe('a trash that is the main store', () => {
     ).rejects.toMatchObject({ code: 'INVALID' });
   });
 });
+
+describe('a session appended to while prune moves it', () => {
+  it('is not deleted from the main store with the new events missing from the trash copy', async () => {
+    const store = await openMemoryStore();
+    const inner = await openMemoryStore();
+    let raced = false;
+    // A live agent appends to the session while its copy is landing in the trash.
+    const trash: SessionStore = {
+      ...withUnreadable(inner, '-none-'),
+      async append(id, events) {
+        const result = await inner.append(id, events);
+        if (!raced) {
+          raced = true;
+          await store.append(id, [ev(2, 'user/message'), ev(3, 'turn/end')]);
+        }
+        return result;
+      },
+    };
+    const now = new Date(Date.now() + 24 * 3600 * 1000);
+    const lifecycle = await openLifecycle({
+      home,
+      store,
+      storeAddress: 'memory:main',
+      trash,
+      trashAddress: 'memory:trash',
+      now: () => now,
+    });
+    await store.create({ id: 'live' });
+    await store.append('live', [ev(0, 'turn/start'), ev(1, 'turn/end')]);
+    const report = await lifecycle.prune({ olderThanDays: 0, dryRun: false, now });
+    expect(raced).toBe(true);
+    // Wherever the session is now, all four acknowledged events are there.
+    const where = (await store.has('live')) ? store : trash;
+    expect((await where.load('live')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+    expect(report.trashed).toEqual([]);
+    expect(report.failed.map((f) => [f.id, f.error.code])).toEqual([['live', 'CONFLICT']]);
+  });
+});
