@@ -16,6 +16,7 @@ import {
   type Durability,
   emptySummary,
   encodeCursor,
+  errnoOf,
   errors,
   type FileHandlePort,
   type FileSystem,
@@ -480,7 +481,14 @@ export class JsonlStore implements SessionStore {
         interrupted: state.interrupted,
         bytes: end.totalBytes,
       };
-      if (end.problem !== undefined) {
+      if (end.problem === undefined && end.header !== undefined && end.header.meta.id !== id) {
+        report.problem = {
+          kind: 'corrupt',
+          offset: 0,
+          message: `the log holds the header of session ${end.header.meta.id}`,
+        };
+        report.status = 'corrupt';
+      } else if (end.problem !== undefined) {
         report.problem = end.problem;
         report.status = end.problem.kind;
       } else if (end.torn !== undefined) {
@@ -1048,7 +1056,13 @@ export class JsonlStore implements SessionStore {
 
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
   private async readSidecar(paths: SessionPaths, id: string): Promise<Sidecar | undefined> {
-    const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () => this.fs.readFile(paths.summary));
+    const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () =>
+      this.fs.readFile(paths.summary).catch((error: unknown) => {
+        // Too large to be a sidecar (over 2 GiB): malformed content, not a storage fault.
+        if (errnoOf(error) === 'ERR_FS_FILE_TOO_LARGE') return undefined;
+        throw error;
+      }),
+    );
     const sidecar = bytes === undefined ? undefined : decodeSidecar(bytes);
     return sidecar?.summary.id === id ? sidecar : undefined; // another session's (copied) sidecar: ignored
   }

@@ -1,7 +1,7 @@
 // Adversarial review: each test shows a fault turning into loss, absence or a leak, and stays as
 // the regression test of its fix.
 
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FileSystem, isTidemarkError, nodeFileSystem, prepareBatch } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -232,6 +232,7 @@ describe('a log whose header names another session (a copied file)', () => {
       (error: unknown) => (isTidemarkError(error, 'CORRUPT') ? 'CORRUPT' : error),
     );
     expect(loaded).toBe('CORRUPT');
+    expect((await reader.verify('b')).status).toBe('corrupt');
     await expect(reader.append('b', [ev(2, 'turn/end')])).rejects.toMatchObject({ code: 'CORRUPT' });
     await reader.close();
   });
@@ -360,5 +361,23 @@ describe('the first append into a store whose root and its parents do not exist 
     const synced = f.calls.filter((c) => c.startsWith('syncDir ')).map((c) => c.slice('syncDir '.length));
     for (const dir of [base, join(base, 'home'), join(base, 'home', '.tidemark'), root])
       expect(synced).toContain(dir);
+  });
+});
+
+describe('a hostile sidecar too large to read', () => {
+  it('is malformed data (rebuilt from the log), not an IO fault that hides the session', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    const store = await openJsonlStore({ root });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 2, true));
+    await store.close();
+    truncateSync(paths.summary, 2 ** 31 + 1); // sparse: nothing is written
+    const reader = await openJsonlStore({ root });
+    const page = await reader.list();
+    expect(page.problems).toEqual([]);
+    expect(page.sessions.map((s) => s.id)).toEqual(['s']);
+    expect((await reader.load('s')).events).toHaveLength(2);
+    await reader.close();
   });
 });
