@@ -2,6 +2,7 @@
 // Nothing is destroyed before the grace period: prune and delete move sessions into the trash
 // (copy, verify, record, then delete from the main store), restore moves them back.
 import {
+  isIsoTime,
   isTidemarkError,
   type JsonValue,
   type ListProblem,
@@ -280,7 +281,9 @@ export class Lifecycle {
 
   private entryOf(summary: SessionSummary): TrashEntry {
     const info = trashInfoOf(summary);
-    const trashedAt = typeof info?.trashedAt === 'string' ? info.trashedAt : summary.updatedAt;
+    // A record edited by hand or damaged may name no valid time: the copy's own updatedAt (the time
+    // it was written to the trash) stands in, so listing and purging never meet an invalid date.
+    const trashedAt = isIsoTime(info?.trashedAt) ? info.trashedAt : summary.updatedAt;
     const original = info?.attrs;
     const shown: SessionSummary = { ...summary };
     if (typeof original === 'object' && original !== null && !Array.isArray(original)) shown.attrs = original;

@@ -147,3 +147,32 @@ describe('a session appended to while prune moves it', () => {
     expect(report.failed.map((f) => [f.id, f.error.code])).toEqual([['live', 'CONFLICT']]);
   });
 });
+
+describe('a trash record with a damaged trash time', () => {
+  it('lists and purges by the copy time instead of failing with an untyped RangeError', async () => {
+    const store = await openMemoryStore();
+    const trash = await openMemoryStore();
+    const lifecycle = await openLifecycle({
+      home,
+      store,
+      storeAddress: 'memory:main',
+      trash,
+      trashAddress: 'memory:trash',
+    });
+    await trash.create({ id: 'hand-edited' });
+    await trash.append('hand-edited', [
+      { seq: 0, type: 'user/message', time: '2026-01-01T00:00:00.000Z', data: 'x' },
+    ]);
+    const copied = await trash.update('hand-edited', {
+      attrs: { 'tidemark.trash': { trashedAt: 'not a date', reason: 'deleted', from: 'memory:main' } },
+    });
+
+    const entries = await lifecycle.trashList();
+    expect(entries.map((e) => [e.id, e.trashedAt])).toEqual([['hand-edited', copied.updatedAt]]);
+    expect(Number.isNaN(Date.parse(entries[0]!.purgeAfter))).toBe(false);
+    // Within the grace period of the copy time nothing is purged; the call itself must not throw.
+    const report = await lifecycle.purge({ now: new Date(Date.parse(copied.updatedAt) + 1000) });
+    expect(await trash.has('hand-edited')).toBe(true);
+    expect(report).toBeDefined();
+  });
+});
