@@ -1,17 +1,20 @@
 // The tidemark command line. Every command is a function of parsed arguments and an Io; `main`
 // maps failures to one line on stderr and a distinct exit status.
 import { spawn } from 'node:child_process';
+import { lstat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   boundaryPredicate,
   commitStateOf,
+  isENOENT,
   type ListProblem,
   type SessionEvent,
   type SessionStore,
   type SessionSummary,
   TidemarkError,
+  toIoError,
 } from '@tidemark/core';
 import {
   AuditLog,
@@ -170,7 +173,20 @@ function mainAddress(ctx: Context): StoreAddress {
   );
 }
 
-async function open(ctx: Context, address: StoreAddress): Promise<Backend> {
+/**
+ * Opens a store. With `mustExist`, a JSONL directory or SQLite file that is not there is
+ * NOT_FOUND instead of being created empty: a mistyped source must not read as "no sessions".
+ */
+async function open(ctx: Context, address: StoreAddress, mustExist = false): Promise<Backend> {
+  if (mustExist && (address.kind === 'jsonl' || address.kind === 'sqlite')) {
+    const path = address.kind === 'jsonl' ? address.dir : address.file;
+    try {
+      await lstat(path);
+    } catch (error) {
+      if (isENOENT(error)) throw new CliError('NOT_FOUND', `store ${address.text} does not exist`);
+      throw toIoError(error, `checking ${address.text}`);
+    }
+  }
   const backend = await openBackend(address);
   ctx.opened.push(backend.store);
   return backend;
@@ -647,7 +663,7 @@ async function cmdMigrate(ctx: Context): Promise<number> {
   const toAddress = parseStoreAddress(ctx.values.to, ctx.io.cwd);
   if (fromAddress.text === toAddress.text)
     throw new CliError('USAGE', 'migrate: --from and --to are the same store');
-  const from = await open(ctx, fromAddress);
+  const from = await open(ctx, fromAddress, true);
   const to = await open(ctx, toAddress);
   const summaries = new Map<string, SessionSummary>();
   const problems: { id: string; code: string; message: string }[] = [];

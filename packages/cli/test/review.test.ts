@@ -162,6 +162,16 @@ describe.skipIf(unavailable.sqlite !== undefined || unavailable.jsonl !== undefi
     expect(run.stdout).not.toContain('migrated 2 session(s)');
     expect(run.stdout).toContain('migrated 0 of 2 session(s)');
   });
+
+  it('refuses a source store that does not exist instead of creating it and copying nothing', () => {
+    for (const from of [`sqlite:${join(home, 'typo.db')}`, `jsonl:${join(home, 'typo-dir')}`]) {
+      const run = tidemark(['migrate', '--from', from, '--to', `jsonl:${join(home, 'target')}`]);
+      expect(run.status).toBe(3);
+      expect(run.stderr.trim()).toBe(`tidemark: NOT_FOUND: store ${from} does not exist`);
+      expect(existsSync(join(home, 'typo.db'))).toBe(false);
+      expect(existsSync(join(home, 'typo-dir'))).toBe(false);
+    }
+  });
 });
 
 describe.skipIf(unavailable.sqlite !== undefined)('import of a malformed header', () => {
