@@ -68,8 +68,12 @@ export interface FileSystem {
   syncDir(path: string): Promise<void>;
 }
 
+// Reads also refuse a link at the last component and never block in open(): a FIFO or a link to a
+// device planted inside the store must give an error, not a hang or an endless read.
+const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
 const WRITE_FLAGS: Record<OpenFlags, number> = {
-  r: constants.O_RDONLY,
+  r: READ_FLAGS,
   'r+': constants.O_RDWR | constants.O_NOFOLLOW,
   'r+dsync': constants.O_RDWR | constants.O_NOFOLLOW | constants.O_DSYNC,
   a: constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW,
@@ -104,13 +108,39 @@ class NodeFileHandle implements FileHandlePort {
   }
 }
 
-/** The real file system through `node:fs/promises`. Writes use O_NOFOLLOW; `'r+dsync'` adds O_DSYNC. */
+/** Opens `path` for reading, refusing links and anything but a regular file (EINVAL). */
+async function openRegularForRead(path: string): Promise<fsp.FileHandle> {
+  const handle = await fsp.open(path, READ_FLAGS);
+  try {
+    if ((await handle.stat()).isFile()) return handle;
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  await handle.close();
+  throw Object.assign(new Error(`EINVAL: not a regular file, open '${path}'`), {
+    code: 'EINVAL',
+    syscall: 'open',
+    path,
+  });
+}
+
+/**
+ * The real file system through `node:fs/promises`. Every open refuses a symlink at the last path
+ * component (O_NOFOLLOW); reads open only regular files and never block; `'r+dsync'` adds O_DSYNC.
+ */
 export const nodeFileSystem: FileSystem = {
   async open(path, flags, mode = 0o600) {
+    if (flags === 'r') return new NodeFileHandle(await openRegularForRead(path));
     return new NodeFileHandle(await fsp.open(path, WRITE_FLAGS[flags], mode));
   },
   async readFile(path) {
-    return fsp.readFile(path);
+    const handle = await openRegularForRead(path);
+    try {
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
   },
   link: (existingPath, newPath) => fsp.link(existingPath, newPath),
   rename: (oldPath, newPath) => fsp.rename(oldPath, newPath),

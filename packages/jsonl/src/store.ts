@@ -1058,8 +1058,11 @@ export class JsonlStore implements SessionStore {
   private async readSidecar(paths: SessionPaths, id: string): Promise<Sidecar | undefined> {
     const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () =>
       this.fs.readFile(paths.summary).catch((error: unknown) => {
-        // Too large to be a sidecar (over 2 GiB): malformed content, not a storage fault.
-        if (errnoOf(error) === 'ERR_FS_FILE_TOO_LARGE') return undefined;
+        // Too large to be a sidecar (over 2 GiB), or not a file of ours at all (a planted link:
+        // ELOOP under O_NOFOLLOW; a FIFO or device: EINVAL): malformed content, not a storage
+        // fault. The summary is rebuilt from the log and the next write replaces the entry.
+        const code = errnoOf(error);
+        if (code === 'ERR_FS_FILE_TOO_LARGE' || code === 'ELOOP' || code === 'EINVAL') return undefined;
         throw error;
       }),
     );
