@@ -719,19 +719,9 @@ export class JsonlStore implements SessionStore {
     }
     try {
       const sidecar = await this.readSidecar(paths, id);
-      const folder = new SummaryFolder(sidecar, this.isBoundary);
-      let header: LogHeader | undefined;
       let lastAt: string | undefined;
-      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
-        onHeader: (h, endOffset) => {
-          header = h;
-          folder.header(h, endOffset);
-        },
-        onBatch: (batch) => {
-          folder.batch(batch);
-          lastAt = batch.at;
-          return true;
-        },
+      const { header, end, folder } = await this.scanFolding(handle, paths, id, sidecar, (batch) => {
+        lastAt = batch.at;
       });
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
       if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
@@ -1034,24 +1024,41 @@ export class JsonlStore implements SessionStore {
     try {
       // A fault reading the sidecar is IO: rebuilding from the log would drop what only update set.
       const sidecar = await this.readSidecar(paths, id);
-      const folder = new SummaryFolder(sidecar, this.isBoundary);
       const batches: ScanBatch[] = [];
-      let header: LogHeader | undefined;
-      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
-        onHeader: (h, endOffset) => {
-          header = h;
-          folder.header(h, endOffset);
-        },
-        onBatch: (batch) => {
-          batches.push(batch);
-          folder.batch(batch);
-          return true;
-        },
+      const { header, end, folder } = await this.scanFolding(handle, paths, id, sidecar, (batch) => {
+        batches.push(batch);
       });
       return { header, batches, end, summary: folder.result() };
     } finally {
       await quietly(() => handle.close());
     }
+  }
+
+  /**
+   * Scans a whole log once, folding its summary as it goes (anchored on `sidecar` where the sidecar
+   * still matches the log), and hands each committed batch to `onBatch` as well.
+   */
+  private async scanFolding(
+    handle: FileHandlePort,
+    paths: SessionPaths,
+    id: string,
+    sidecar: Sidecar | undefined,
+    onBatch?: (batch: ScanBatch) => void,
+  ): Promise<{ header: LogHeader | undefined; end: ScanEnd; folder: SummaryFolder }> {
+    const folder = new SummaryFolder(sidecar, this.isBoundary);
+    let header: LogHeader | undefined;
+    const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+      onHeader: (h, endOffset) => {
+        header = h;
+        folder.header(h, endOffset);
+      },
+      onBatch: (batch) => {
+        folder.batch(batch);
+        onBatch?.(batch);
+        return true;
+      },
+    });
+    return { header, end, folder };
   }
 
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
@@ -1091,14 +1098,7 @@ export class JsonlStore implements SessionStore {
         const forward = await this.bringForward(handle, paths, id, sidecar);
         if (forward !== undefined) return forward;
       }
-      const folder = new SummaryFolder(sidecar, this.isBoundary);
-      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
-        onHeader: (h, endOffset) => folder.header(h, endOffset),
-        onBatch: (batch) => {
-          folder.batch(batch);
-          return true;
-        },
-      });
+      const { end, folder } = await this.scanFolding(handle, paths, id, sidecar);
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
       return folder.result()!;
     } finally {
