@@ -1,11 +1,19 @@
 // Pure rules shared by every backend: input validation of create/update/list, the append plan
 // (seq checks and idempotent retry), summary bookkeeping and list ordering. Backends only do I/O.
-import { advanceCommitState, type BoundaryPredicate } from './boundary.js';
+import { advanceCommitState, type BoundaryPredicate, type CommitState } from './boundary.js';
 import { TidemarkError } from './errors.js';
 import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
 import { assertJsonValue, cloneJson, type JsonValue, jsonEqual } from './json.js';
-import type { CreateInit, ListQuery, SessionMeta, SessionSummary, SummaryPatch } from './store.js';
+import type {
+  CreateInit,
+  ListQuery,
+  LoadedSession,
+  RecoveryReport,
+  SessionMeta,
+  SessionSummary,
+  SummaryPatch,
+} from './store.js';
 
 /** Longest accepted `cwd`, `title` and `firstPrompt`, and tag. */
 export const MAX_TEXT_LENGTH = 4096;
@@ -382,4 +390,26 @@ export function validateLoadOptions(options: unknown): 'keep' | 'cut' {
 export function nextUpdatedAt(previous: string, now: string = nowIso()): string {
   if (now > previous) return now;
   return new Date(Date.parse(previous) + 1).toISOString();
+}
+
+/**
+ * The result of `load`: the commit state is stated twice (top level and in the summary) so callers
+ * need not look into the summary; `recovered` appears only when the load repaired something.
+ */
+export function loadedSession(
+  meta: SessionMeta,
+  summary: SessionSummary,
+  events: SessionEvent[],
+  state: CommitState,
+  recovered?: RecoveryReport,
+): LoadedSession {
+  const loaded: LoadedSession = {
+    meta,
+    summary,
+    events,
+    committedSeq: state.committedSeq,
+    interrupted: state.interrupted,
+  };
+  if (recovered !== undefined) loaded.recovered = recovered;
+  return loaded;
 }

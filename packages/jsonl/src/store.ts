@@ -28,6 +28,7 @@ import {
   type ListQuery,
   type LoadedSession,
   type LoadOptions,
+  loadedSession,
   nextUpdatedAt,
   nodeFileSystem,
   nowIso,
@@ -248,15 +249,7 @@ export class JsonlStore implements SessionStore {
       const events = flatten(log.batches);
       const state = commitStateOf(events, this.isBoundary);
       const summary = { ...log.summary!, eventCount: events.length, ...state };
-      const loaded: LoadedSession = {
-        meta: header.meta,
-        summary,
-        events,
-        committedSeq: state.committedSeq,
-        interrupted: state.interrupted,
-      };
-      if (recovered !== undefined) loaded.recovered = recovered;
-      return loaded;
+      return loadedSession(header.meta, summary, events, state, recovered);
     });
   }
 

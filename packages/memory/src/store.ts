@@ -14,6 +14,7 @@ import {
   type ListQuery,
   type LoadedSession,
   type LoadOptions,
+  loadedSession,
   nextUpdatedAt,
   nowIso,
   planAppend,
@@ -179,15 +180,13 @@ class MemoryStore implements SessionStore {
       };
       recovered = { cutEvents: cut.length, quarantinedAt: `memory:quarantine/${id}` };
     }
-    const loaded: LoadedSession = {
-      meta: structuredClone(stored.meta),
-      summary: structuredClone(stored.summary),
+    return loadedSession(
+      structuredClone(stored.meta),
+      structuredClone(stored.summary),
       events,
-      committedSeq: state.committedSeq,
-      interrupted: state.interrupted,
-    };
-    if (recovered !== undefined) loaded.recovered = recovered;
-    return loaded;
+      state,
+      recovered,
+    );
   }
 
   read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {

@@ -22,6 +22,7 @@ import {
   type ListQuery,
   type LoadedSession,
   type LoadOptions,
+  loadedSession,
   nextUpdatedAt,
   nowIso,
   planAppend,
@@ -446,15 +447,7 @@ class SqliteStore implements SessionStore {
         this.stmts.updateSummary.run({ id, ...summaryColumns(summary) });
         recovered = { cutEvents: cut.cutEvents, quarantinedAt: cut.quarantinedAt };
       }
-      const loaded: LoadedSession = {
-        meta,
-        summary,
-        events,
-        committedSeq: state.committedSeq,
-        interrupted: state.interrupted,
-      };
-      if (recovered !== undefined) loaded.recovered = recovered;
-      return loaded;
+      return loadedSession(meta, summary, events, state, recovered);
     });
   }
 
