@@ -491,10 +491,19 @@ const commandArbitraries: fc.Arbitrary<Cmd>[] = [
 ];
 
 /**
- * After a sequence: restart both sides and compare everything that is stored, so that a backend
- * whose answers came from a cache but whose storage diverged is caught too.
+ * After a sequence: first ask both live instances about every id, so that state one instance kept
+ * from before the other one wrote (a stale cache, a stale summary) shows even when the random
+ * sequence never read it back on that instance; then restart both sides and compare everything
+ * that is stored, so that a backend whose answers came from a cache but whose storage diverged is
+ * caught too.
  */
 async function compareFinalState(model: ModelSide, real: RealSide): Promise<void> {
+  for (const instance of [0, 1] as const) {
+    for (const id of ['s0', 's1', 's2']) {
+      await new OnInstance(new HasCommand(id), instance).run(model, real);
+      await new OnInstance(new LoadCommand(id, 'keep'), instance).run(model, real);
+    }
+  }
   await new ReopenCommand().run(model, real);
   for (const id of ['s0', 's1', 's2']) await new LoadCommand(id, 'keep').run(model, real);
   await new ListCommand(undefined, 2).run(model, real);
