@@ -84,11 +84,11 @@ export function assertJsonValue(
   limits: JsonLimits = {},
 ): asserts value is JsonValue {
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
-  // Each frame: the value, its path, its depth. `onPath` holds the containers on the current
-  // branch, to tell a circular reference from a shared (DAG) one, which JSON duplicates harmlessly.
-  const stack: Array<{ value: unknown; path: string; depth: number; exit?: object }> = [
-    { value, path, depth: 0 },
-  ];
+  // Each frame: the value, its depth, and where it sits (parent frame and key), from which its
+  // path is spelled only when it fails: building every child's path string up front was most of
+  // the cost of validating a small event. `onPath` holds the containers on the current branch, to
+  // tell a circular reference from a shared (DAG) one, which JSON duplicates harmlessly.
+  const stack: Frame[] = [{ value, depth: 0, rootPath: path }];
   const onPath = new Set<object>();
   while (stack.length > 0) {
     const frame = stack.pop()!;
@@ -98,38 +98,63 @@ export function assertJsonValue(
     }
     const current = frame.value;
     const problem = describeNonJson(current);
-    if (problem !== undefined) fail(frame.path, problem);
+    if (problem !== undefined) fail(pathOf(frame), problem);
     if (typeof current !== 'object' || current === null) continue;
-    if (onPath.has(current)) fail(frame.path, 'circular reference');
-    if (frame.depth >= maxDepth) fail(frame.path, `nested deeper than ${maxDepth} levels`);
+    if (onPath.has(current)) fail(pathOf(frame), 'circular reference');
+    if (frame.depth >= maxDepth) fail(pathOf(frame), `nested deeper than ${maxDepth} levels`);
     onPath.add(current);
-    stack.push({ value: undefined, path: frame.path, depth: frame.depth, exit: current });
-    if (Object.getOwnPropertySymbols(current).length > 0) fail(frame.path, 'symbol key');
+    stack.push({ value: undefined, depth: frame.depth, exit: current });
+    if (Object.getOwnPropertySymbols(current).length > 0) fail(pathOf(frame), 'symbol key');
     const keys = Object.getOwnPropertyNames(current);
+    const depth = frame.depth + 1;
     if (Array.isArray(current)) {
       // An array's own names are its indices plus 'length'; anything else does not survive JSON.
       if (keys.length - 1 !== current.length) {
         for (let i = 0; i < current.length; i++)
-          if (!(i in current)) fail(pathWithKey(frame.path, i), 'hole in sparse array');
-        fail(frame.path, 'array with extra properties');
+          if (!(i in current)) fail(pathWithKey(pathOf(frame), i), 'hole in sparse array');
+        fail(pathOf(frame), 'array with extra properties');
       }
       for (let i = current.length - 1; i >= 0; i--) {
         const descriptor = Object.getOwnPropertyDescriptor(current, i);
-        if (descriptor === undefined) fail(pathWithKey(frame.path, i), 'hole in sparse array');
-        if (!('value' in descriptor)) fail(pathWithKey(frame.path, i), 'accessor property');
-        stack.push({ value: descriptor.value, path: pathWithKey(frame.path, i), depth: frame.depth + 1 });
+        if (descriptor === undefined) fail(pathWithKey(pathOf(frame), i), 'hole in sparse array');
+        if (!('value' in descriptor)) fail(pathWithKey(pathOf(frame), i), 'accessor property');
+        stack.push({ value: descriptor.value, depth, parent: frame, key: i });
       }
       continue;
     }
     for (let k = keys.length - 1; k >= 0; k--) {
       const key = keys[k]!;
       const descriptor = Object.getOwnPropertyDescriptor(current, key)!;
-      const childPath = pathWithKey(frame.path, key);
-      if (!descriptor.enumerable) fail(childPath, 'non-enumerable property');
-      if (!('value' in descriptor)) fail(childPath, 'accessor property');
-      stack.push({ value: descriptor.value, path: childPath, depth: frame.depth + 1 });
+      if (!descriptor.enumerable) fail(pathWithKey(pathOf(frame), key), 'non-enumerable property');
+      if (!('value' in descriptor)) fail(pathWithKey(pathOf(frame), key), 'accessor property');
+      stack.push({ value: descriptor.value, depth, parent: frame, key });
     }
   }
+}
+
+/** A value waiting in {@link assertJsonValue}'s walk, or (with `exit`) the end of a container. */
+interface Frame {
+  value: unknown;
+  depth: number;
+  /** The container holding this value, and its key there; absent for the root. */
+  parent?: Frame;
+  key?: string | number;
+  /** The root's name in messages. */
+  rootPath?: string;
+  exit?: object;
+}
+
+/** The path of a frame in the notation of {@link pathWithKey}, spelled from the root down. */
+function pathOf(frame: Frame): string {
+  const keys: Array<string | number> = [];
+  let at = frame;
+  while (at.parent !== undefined) {
+    keys.push(at.key!);
+    at = at.parent;
+  }
+  let path = at.rootPath ?? '';
+  for (let i = keys.length - 1; i >= 0; i--) path = pathWithKey(path, keys[i]!);
+  return path;
 }
 
 /** True when `value` is a {@link JsonValue}; see {@link assertJsonValue} for the rules. */

@@ -27,8 +27,19 @@ export const FIRST_PROMPT_LENGTH = 200;
 
 /** The current time as ISO-8601 UTC. */
 export function nowIso(): string {
-  return new Date().toISOString();
+  // Formatting a Date costs about a microsecond; appends often come several per millisecond.
+  const ms = Date.now();
+  if (ms !== lastNow.ms) {
+    lastNow.ms = ms;
+    lastNow.iso = new Date(ms).toISOString();
+  }
+  return lastNow.iso;
 }
+
+const lastNow = { ms: Number.NaN, iso: '' };
+
+/** The exact shape `Date.prototype.toISOString` gives for years 0000–9999. */
+const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function assertText(value: unknown, what: string): asserts value is string {
   if (typeof value !== 'string' || value.length > MAX_TEXT_LENGTH) {
@@ -389,6 +400,12 @@ export function validateLoadOptions(options: unknown): 'keep' | 'cut' {
  */
 export function nextUpdatedAt(previous: string, now: string = nowIso()): string {
   if (now > previous) return now;
+  // Several writes in one millisecond: one past `previous`. `toISOString` output ends in `.mmmZ`,
+  // so below .999 only those digits change; anything else goes through Date.
+  if (CANONICAL_ISO.test(previous)) {
+    const millis = Number(previous.slice(20, 23));
+    if (millis < 999) return `${previous.slice(0, 20)}${String(millis + 1).padStart(3, '0')}Z`;
+  }
   return new Date(Date.parse(previous) + 1).toISOString();
 }
 

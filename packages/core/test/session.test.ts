@@ -17,6 +17,7 @@ import {
   isValidId,
   type JsonValue,
   nextUpdatedAt,
+  nowIso,
   planAppend,
   prepareBatch,
   promptOf,
@@ -204,6 +205,32 @@ describe('validation of create, update and list', () => {
     expect(nextUpdatedAt('2026-01-01T00:00:05.000Z', '2026-01-01T00:00:01.000Z')).toBe(
       '2026-01-01T00:00:05.001Z',
     );
+  });
+  it('steps one millisecond past any previous time, across second, day and year ends', () => {
+    const now = '2000-01-01T00:00:00.000Z';
+    for (const previous of [
+      '2026-01-01T00:00:00.998Z',
+      '2026-01-01T00:00:59.999Z',
+      '2026-12-31T23:59:59.999Z',
+      '2026-06-30T12:00:00.042Z',
+    ]) {
+      const next = nextUpdatedAt(previous, now);
+      expect(Date.parse(next) - Date.parse(previous), previous).toBe(1);
+      expect(next > previous, previous).toBe(true);
+      expect(next).toBe(new Date(Date.parse(previous) + 1).toISOString());
+    }
+    // A previous time stored in another valid spelling goes through Date and comes back canonical.
+    expect(nextUpdatedAt('2026-01-01T02:00:00.500+02:00', now)).toBe('2026-01-01T00:00:00.501Z');
+  });
+  it('gives the current time, formatted like toISOString, to every call in one millisecond', () => {
+    const before = Date.now();
+    const first = nowIso();
+    const second = nowIso();
+    const after = Date.now();
+    expect(first).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    expect(Date.parse(first)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(second)).toBeLessThanOrEqual(after);
+    expect(second >= first).toBe(true);
   });
 });
 
