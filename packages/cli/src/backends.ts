@@ -10,6 +10,7 @@ import {
   type SessionEvent,
   type SessionStore,
   type StoreOptions,
+  TidemarkError,
   toIoError,
 } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
@@ -55,6 +56,8 @@ export interface RepairOutcome {
   tornBytes?: number;
   cutEvents?: number;
   corruptBytes?: number;
+  /** Events taken out from the first damaged one on (backends that repair by rows). */
+  corruptEvents?: number;
   /** Where removed data was kept. */
   quarantined: string[];
   /** Events in the log afterwards. */
@@ -217,6 +220,11 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
         ...(typeof verifySqlite === 'function' ? await verifySqliteWith(verifySqlite, address.file, id) : []),
         ...(await verifyByReading(store, id)),
       ];
+      const repairSqlite = module.repairSqliteStore;
+      if (typeof repairSqlite === 'function') {
+        backend.repair = (id, request) =>
+          repairSqliteSession(repairSqlite, store, address.file, id, request, options.boundaryTypes);
+      }
       return backend;
     }
     case 'postgres':
@@ -225,6 +233,56 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
         `backend for ${address.text} is not available in this installation (@tidemark/postgres is not shipped yet)`,
       );
   }
+}
+
+interface SqliteRepairShape {
+  repaired: { sessionId: string; keptEvents: number; quarantinedEvents: number }[];
+  unrepairable: SqliteProblemShape[];
+}
+
+/**
+ * `tidemark repair` on a SQLite store: with `--drop-corrupt`, the backend's row-level repair of this
+ * one session (events from the first damaged one on go to the quarantine table); then a load with
+ * the requested tail policy, which moves an interrupted tail aside with `--cut-tail`. Page-level
+ * damage is not repaired by rows: that is CORRUPT, naming what to do instead.
+ */
+async function repairSqliteSession(
+  repairSqlite: unknown,
+  store: SessionStore,
+  file: string,
+  id: string,
+  request: RepairRequest,
+  boundaryTypes: readonly string[] | undefined,
+): Promise<RepairOutcome> {
+  const outcome: RepairOutcome = { quarantined: [], eventCount: 0 };
+  if (request.dropCorrupt) {
+    const report = await (
+      repairSqlite as (
+        file: string,
+        options: { sessions: string[]; boundaryTypes?: readonly string[] },
+      ) => Promise<SqliteRepairShape>
+    )(file, { sessions: [id], ...(boundaryTypes !== undefined && { boundaryTypes }) });
+    const pageDamage = report.unrepairable[0];
+    if (pageDamage !== undefined) {
+      throw new TidemarkError(
+        'CORRUPT',
+        `${file}: ${pageDamage.message}; a row-level repair cannot fix damaged pages: restore a backup, or salvage with sqlite3 .recover and import`,
+        { ...(pageDamage.location !== undefined && { location: pageDamage.location }) },
+      );
+    }
+    const done = report.repaired.find((r) => r.sessionId === id);
+    if (done !== undefined && done.quarantinedEvents > 0) {
+      outcome.corruptEvents = done.quarantinedEvents;
+      outcome.quarantined.push(`sqlite:${file}#quarantine/session_id=${id}`);
+    }
+  }
+  const loaded = await store.load(id, { tail: request.tail });
+  outcome.eventCount = loaded.events.length;
+  const cut = loaded.recovered?.cutEvents;
+  if (cut !== undefined) outcome.cutEvents = cut;
+  const at = loaded.recovered?.quarantinedAt;
+  if (at !== undefined && !outcome.quarantined.includes(at)) outcome.quarantined.push(at);
+  return outcome;
 }
 
 interface SqliteProblemShape {

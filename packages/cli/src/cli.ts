@@ -564,11 +564,15 @@ async function cmdRepair(ctx: Context): Promise<number> {
     if (r?.quarantinedAt !== undefined) outcome.quarantined.push(r.quarantinedAt);
   }
   const changed =
-    (outcome.tornBytes ?? 0) > 0 || (outcome.cutEvents ?? 0) > 0 || (outcome.corruptBytes ?? 0) > 0;
+    (outcome.tornBytes ?? 0) > 0 ||
+    (outcome.cutEvents ?? 0) > 0 ||
+    (outcome.corruptBytes ?? 0) > 0 ||
+    (outcome.corruptEvents ?? 0) > 0;
   const details = {
     ...(outcome.tornBytes !== undefined && { tornBytes: outcome.tornBytes }),
     ...(outcome.cutEvents !== undefined && { cutEvents: outcome.cutEvents }),
     ...(outcome.corruptBytes !== undefined && { corruptBytes: outcome.corruptBytes }),
+    ...(outcome.corruptEvents !== undefined && { corruptEvents: outcome.corruptEvents }),
     quarantined: outcome.quarantined,
     events: outcome.eventCount,
   };
@@ -580,6 +584,9 @@ async function cmdRepair(ctx: Context): Promise<number> {
       (outcome.tornBytes ?? 0) > 0 ? `${outcome.tornBytes} torn byte(s)` : undefined,
       (outcome.cutEvents ?? 0) > 0 ? `${outcome.cutEvents} interrupted event(s)` : undefined,
       (outcome.corruptBytes ?? 0) > 0 ? `${outcome.corruptBytes} corrupt byte(s)` : undefined,
+      (outcome.corruptEvents ?? 0) > 0
+        ? `${outcome.corruptEvents} event(s) from the first damaged one on`
+        : undefined,
     ].filter((x) => x !== undefined);
     print(
       ctx.io,

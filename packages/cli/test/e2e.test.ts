@@ -4,16 +4,20 @@ import { spawnSync } from 'node:child_process';
 import {
   appendFileSync,
   chmodSync,
+  closeSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
@@ -291,6 +295,66 @@ describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefi
     });
   },
 );
+
+describe.skipIf(unavailable.sqlite !== undefined)(`tidemark on SQLite ${unavailable.sqlite ?? ''}`, () => {
+  it('verify locates a damaged event row; repair --drop-corrupt quarantines from it on, and the session goes on', () => {
+    const file = join(home, 'r.db');
+    const store = ['--store', `sqlite:${file}`];
+    expect(tidemark([...store, 'import'], exportText('hurt')).status).toBe(0);
+    expect(tidemark([...store, 'import'], exportText('fine')).status).toBe(0);
+    const db = new Database(file);
+    db.prepare(
+      'UPDATE events SET data = \'{"text":"flipped"}\' WHERE session_id = \'hurt\' AND seq = 3',
+    ).run();
+    db.close();
+
+    const verify = tidemark([...store, 'verify']);
+    expect(verify.status).toBe(1);
+    expect(verify.stdout).toMatch(/corrupt hurt: .*seq 3/);
+    expectOneErrorLine(tidemark([...store, 'show', 'hurt']), 'CORRUPT', 7);
+    // Without --drop-corrupt, repair removes nothing that is not torn or interrupted.
+    expect(tidemark([...store, 'repair', 'hurt']).status).toBe(7);
+
+    const repair = tidemark([...store, 'repair', 'hurt', '--drop-corrupt']);
+    expect(repair.stderr).toBe('');
+    expect(repair.status).toBe(0);
+    expect(repair.stdout).toMatch(
+      /^hurt: quarantined 3 event\(s\) from the first damaged one on; 3 events kept; quarantine: sqlite:\S+#quarantine\/session_id=hurt$/m,
+    );
+    const kept = new Database(file, { readonly: true });
+    expect(
+      kept.prepare("SELECT seq FROM quarantine WHERE session_id = 'hurt' ORDER BY seq").pluck().all(),
+    ).toEqual([3, 4, 5]);
+    kept.close();
+    expect(tidemark([...store, 'verify']).status).toBe(0);
+    const shown = JSON.parse(tidemark([...store, 'show', 'hurt', '--json']).stdout) as { events: unknown[] };
+    expect(shown.events).toHaveLength(3);
+    expect(eventLines(tidemark([...store, 'export', 'fine']).stdout)).toEqual(eventLines(exportText('fine')));
+    const audit = readFileSync(join(home, 'audit.jsonl'), 'utf8').trim().split('\n');
+    expect(JSON.parse(audit.at(-1)!)).toMatchObject({ action: 'repaired', id: 'hurt' });
+  });
+
+  it('refuses a row repair of damaged pages with CORRUPT and what to do instead', () => {
+    const file = join(home, 'p.db');
+    const store = ['--store', `sqlite:${file}`];
+    expect(tidemark([...store, 'import'], exportText('paged', '/proj', 400)).status).toBe(0);
+    const db = new Database(file);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const root = db
+      .prepare("SELECT rootpage FROM sqlite_schema WHERE name = 'events'")
+      .pluck()
+      .get() as number;
+    db.close();
+    // Trash the root page of the events b-tree (an interior page with 406 rows below it).
+    const fd = openSync(file, 'r+');
+    writeSync(fd, Buffer.alloc(512, 0xa5), 0, 512, (root - 1) * pageSize + 8);
+    closeSync(fd);
+    const run = tidemark([...store, 'repair', 'paged', '--drop-corrupt']);
+    expectOneErrorLine(run, 'CORRUPT', 7);
+    expect(run.stderr).toMatch(/restore a backup|\.recover/);
+  });
+});
 
 describe('harness', () => {
   it('delegates to @tidemark/faults and passes its exit status through', () => {

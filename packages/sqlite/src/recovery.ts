@@ -215,6 +215,11 @@ export async function verifySqliteStore(file: string): Promise<SqliteVerifyRepor
 export interface SqliteRepairOptions {
   /** Event types that close a unit of work, to recompute commit state (default turn/end, session/end). */
   boundaryTypes?: readonly string[];
+  /**
+   * Repair only these sessions (default: every session with row-level damage). Damage elsewhere
+   * stays as it is and is still reported in `after`.
+   */
+  sessions?: readonly string[];
 }
 
 /** What {@link repairSqliteStore} did. */
@@ -241,10 +246,12 @@ export async function repairSqliteStore(
   const before = await verifySqliteStore(file);
   const unrepairable = before.problems.filter((p) => p.kind === 'integrity');
   const repaired: SqliteRepairReport['repaired'] = [];
+  const only = options.sessions === undefined ? undefined : new Set(options.sessions);
   const targets = new Set(
     before.problems
       .filter((p) => p.kind !== 'integrity' && p.sessionId !== undefined)
-      .map((p) => p.sessionId!),
+      .map((p) => p.sessionId!)
+      .filter((id) => only === undefined || only.has(id)),
   );
   if (unrepairable.length === 0 && targets.size > 0) {
     const isBoundary = boundaryPredicate(options.boundaryTypes);

@@ -68,4 +68,18 @@ describe('repairSqliteStore', () => {
     ]);
     db.close();
   });
+
+  it('repairs only the sessions it is asked to, and reports the others as still damaged', async () => {
+    const path = await damaged(
+      `UPDATE events SET data = 'garbage' WHERE session_id = 's' AND seq = 4;
+       UPDATE events SET crc = crc + 1 WHERE session_id = 'ok' AND seq = 1`,
+    );
+    const report = await repairSqliteStore(path, { sessions: ['ok'] });
+    expect(report.repaired).toEqual([{ sessionId: 'ok', keptEvents: 1, quarantinedEvents: 1 }]);
+    expect(report.after.ok).toBe(false);
+    expect(new Set(report.after.problems.map((p) => p.sessionId))).toEqual(new Set(['s']));
+    const store = await openSqliteStore({ path });
+    expect((await store.load('ok')).events).toEqual(events(0, 1, 2));
+    await store.close();
+  });
 });
