@@ -165,6 +165,11 @@ export class JsonlStore implements SessionStore {
   private readonly maxOpenWriters: number;
   private readonly pending = new Map<string, Pending>();
   private readonly writers = new Map<string, Writer>();
+  /**
+   * Descriptors of `read()` iterators under way. A caller may stop iterating without `break`
+   * (so the generator's `finally` never runs); `close()` closes what they still hold.
+   */
+  private readonly readers = new Set<FileHandlePort>();
   private readonly buckets = new Map<string, string>();
   private readonly queues = new Map<string, { tail: Promise<void>; depth: number }>();
   /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
@@ -404,6 +409,8 @@ export class JsonlStore implements SessionStore {
         failure ??= error;
       }
     }
+    for (const handle of this.readers) await quietly(() => handle.close());
+    this.readers.clear();
     this.pending.clear();
     if (failure !== undefined) throw toIoError(failure, 'closing the store');
   }
@@ -984,11 +991,14 @@ export class JsonlStore implements SessionStore {
     if (paths === undefined) throw errors.notFound(id);
     const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
     if (handle === undefined) throw errors.notFound(id);
+    this.readers.add(handle);
     try {
       const scanner = new LogScanner();
       const buffer = Buffer.allocUnsafe(256 * 1024);
       let position = 0;
       for (;;) {
+        // Resumed after close(): the descriptor is gone, and the answer is CLOSED, not an IO error.
+        this.assertOpen();
         const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, position));
         if (n === 0) break;
         position += n;
@@ -996,8 +1006,8 @@ export class JsonlStore implements SessionStore {
         const owner = scanner.headerLine?.header.meta.id;
         if (owner !== undefined && owner !== id) throw foreignLog(paths.log, id, owner);
         for (const batch of batches) {
-          this.assertOpen();
           for (const event of batch.events) {
+            this.assertOpen();
             if (event.seq > toSeq) return;
             if (event.seq >= fromSeq) yield event;
           }
@@ -1007,7 +1017,7 @@ export class JsonlStore implements SessionStore {
       const end = scanner.finish();
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
     } finally {
-      await quietly(() => handle.close());
+      if (this.readers.delete(handle)) await quietly(() => handle.close());
     }
   }
 

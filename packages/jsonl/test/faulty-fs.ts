@@ -38,13 +38,22 @@ export interface FaultyFs {
   syncAfterFailure: number;
   /** Every open, as `flags path`. */
   opens: string[];
+  /** Handles opened and not yet closed. */
+  openHandles: number;
   /** When set, a write writes only this many bytes before failing. */
   shortWrite?: number;
 }
 
 /** Wraps the real file system. */
 export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
-  const state: FaultyFs = { fs: nodeFileSystem, calls: [], rule, syncAfterFailure: 0, opens: [] };
+  const state: FaultyFs = {
+    fs: nodeFileSystem,
+    calls: [],
+    rule,
+    syncAfterFailure: 0,
+    opens: [],
+    openHandles: 0,
+  };
   const check = (call: FsCall, path: string) => {
     state.calls.push(`${call} ${path}`);
     const code = state.rule(call, path);
@@ -52,6 +61,8 @@ export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
   };
   const wrapHandle = (inner: FileHandlePort, path: string): FileHandlePort => {
     let syncFailed = false;
+    let closed = false;
+    state.openHandles++;
     return {
       async read(buffer, offset, length, position) {
         check('read', path);
@@ -96,7 +107,12 @@ export function faultyFs(rule: FaultRule = () => undefined): FaultyFs {
         check('size', path);
         return inner.size();
       },
-      close: () => inner.close(),
+      close: async () => {
+        if (closed) return inner.close();
+        closed = true;
+        state.openHandles--;
+        return inner.close();
+      },
     };
   };
   state.fs = {
