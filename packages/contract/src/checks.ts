@@ -935,6 +935,48 @@ const deleting: ContractCheck[] = [
       expect(await store.append('reserved', [ev(0)])).toEqual({ nextSeq: 1 });
     },
   },
+  {
+    group: 'delete',
+    name: 'delete with ifUpdatedAt removes only that version; a changed session is CONFLICT and stays whole',
+    async run(ctx) {
+      // A cleanup decides from what it saw; another instance (another process) writes meanwhile.
+      const store = await ctx.open();
+      const other = await ctx.reopen(store);
+      await materialize(store, 's', evs(0, 2), '/d');
+      const seen = (await store.load('s')).summary.updatedAt;
+      await other.append('s', [ev(2)]);
+      await expectCode(
+        store.delete('s', { ifUpdatedAt: seen }),
+        'CONFLICT',
+        'delete of a version appended to since',
+      );
+      expect(await eventsOf(store, 's')).toEqual([...evs(0, 2), ev(2)]);
+      const appended = (await store.load('s')).summary.updatedAt;
+      await other.update('s', { title: 'renamed' });
+      await expectCode(
+        store.delete('s', { ifUpdatedAt: appended }),
+        'CONFLICT',
+        'delete of a version updated since',
+      );
+      const kept = await other.load('s');
+      expect(kept.events).toEqual([...evs(0, 2), ev(2)]);
+      expect(kept.summary.title).toBe('renamed');
+      await store.delete('s', { ifUpdatedAt: kept.summary.updatedAt });
+      expect(await other.has('s')).toBe(false);
+      await expectCode(
+        store.delete('s', { ifUpdatedAt: kept.summary.updatedAt }),
+        'NOT_FOUND',
+        'a second delete',
+      );
+      await materialize(store, 't', evs(0, 1), '/d');
+      await expectCode(
+        store.delete('t', { ifUpdatedAt: 'yesterday' }),
+        'INVALID',
+        'a version that is no timestamp',
+      );
+      expect(await store.has('t')).toBe(true);
+    },
+  },
 ];
 
 const lifecycle: ContractCheck[] = [

@@ -382,6 +382,29 @@ export function validateRange(range: unknown): { fromSeq: number; toSeq: number 
   return { fromSeq: fromSeq as number, toSeq: toSeq as number };
 }
 
+/** Validates `delete()` options and returns the version it must match, if any. */
+export function validateDeleteOptions(options: unknown): string | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null)
+    throw new TidemarkError('INVALID', 'delete: options must be an object');
+  const { ifUpdatedAt } = options as { ifUpdatedAt?: unknown };
+  if (ifUpdatedAt !== undefined && !isIsoTime(ifUpdatedAt))
+    throw new TidemarkError('INVALID', 'delete: ifUpdatedAt must be an ISO-8601 timestamp with a zone');
+  return ifUpdatedAt;
+}
+
+/**
+ * The CONFLICT of a `delete({ ifUpdatedAt })` whose session has changed since that version.
+ * @param current - the session's `updatedAt` now.
+ */
+export function deleteConflict(id: string, expected: string, current: string): TidemarkError {
+  return new TidemarkError(
+    'CONFLICT',
+    `session ${id}: changed since ${expected} (now ${current}); not deleted`,
+    { sessionId: id },
+  );
+}
+
 /** Validates a `load()` options object and returns the tail policy. */
 export function validateLoadOptions(options: unknown): 'keep' | 'cut' {
   if (options === undefined) return 'keep';

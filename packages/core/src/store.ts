@@ -74,6 +74,19 @@ export interface LoadOptions {
   tail?: TailPolicy;
 }
 
+/** Options of `delete`. */
+export interface DeleteOptions {
+  /**
+   * Delete only the version of the session whose `updatedAt` is this (as `load`, `list` or
+   * `update` reported it); when the session has changed since (an append or an update moved its
+   * `updatedAt`), reject with CONFLICT and delete nothing. The test and the delete are one atomic
+   * step under the session's write lock, so a cleanup that decided from a listing can never remove
+   * events appended after it looked. A pending session (never appended) stores nothing; it is
+   * discarded whatever this says.
+   */
+  ifUpdatedAt?: string;
+}
+
 /** A range of seqs, both ends inclusive. */
 export interface ReadRange {
   fromSeq?: number;
@@ -171,8 +184,11 @@ export interface SessionStore {
   has(id: string): Promise<boolean>;
   /** Changes summary fields atomically; on a pending session the patch is kept for the first batch. */
   update(id: string, patch: SummaryPatch): Promise<SessionSummary>;
-  /** Removes log and summary; no reader ever sees a half-deleted session as valid. */
-  delete(id: string): Promise<void>;
+  /**
+   * Removes log and summary; no reader ever sees a half-deleted session as valid. With
+   * `ifUpdatedAt`, only that version of the session: CONFLICT, and nothing removed, when it changed.
+   */
+  delete(id: string, options?: DeleteOptions): Promise<void>;
   /** Flushes, releases locks and handles. Later calls reject with CLOSED. */
   close(): Promise<void>;
 }

@@ -13,7 +13,9 @@ import {
   type CreateInit,
   commitStateOf,
   compareForList,
+  type DeleteOptions,
   type Durability,
+  deleteConflict,
   emptySummary,
   encodeCursor,
   errnoOf,
@@ -47,6 +49,7 @@ import {
   type TidemarkError,
   toIoError,
   validateCreate,
+  validateDeleteOptions,
   validateListQuery,
   validateLoadOptions,
   validatePatch,
@@ -364,9 +367,10 @@ export class JsonlStore implements SessionStore {
     });
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     this.assertOpen();
     assertValidId(id);
+    const ifUpdatedAt = validateDeleteOptions(options);
     return this.exclusive(id, async () => {
       this.assertOpen();
       const paths = await this.locate(id);
@@ -379,6 +383,11 @@ export class JsonlStore implements SessionStore {
       await this.assertRealBucket(paths, id);
       const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
       try {
+        if (ifUpdatedAt !== undefined) {
+          // Under the session lock: no writer in any process can append or update until we are done.
+          const current = await this.currentSummary(paths, id);
+          if (current.updatedAt !== ifUpdatedAt) throw deleteConflict(id, ifUpdatedAt, current.updatedAt);
+        }
         // The log goes first: from then on the session is absent; a sidecar without a log is ignored.
         const removed = await ioOrAbsent(`removing ${paths.log}`, id, () =>
           this.fs.unlink(paths.log).then(() => true),

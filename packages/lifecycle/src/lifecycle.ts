@@ -327,16 +327,19 @@ export class Lifecycle {
       createdAt: copy.source.createdAt,
       updatedAt: copy.source.updatedAt,
     });
-    // A writer that appended while the copy was made would lose those events with the delete:
-    // the session then stays in the main store (the trash copy is a harmless prefix).
-    for await (const event of store.read(id, { fromSeq: copy.events })) {
+    // Only the version that was copied is deleted, in one step under the store's write lock: a
+    // writer that appended or updated after the summary was read would otherwise lose that work.
+    // The session then stays in the main store (the trash copy is a harmless earlier version).
+    try {
+      await store.delete(id, { ifUpdatedAt: copy.source.updatedAt });
+    } catch (error) {
+      if (!isTidemarkError(error) || error.code !== 'CONFLICT') throw error;
       throw new TidemarkError(
         'CONFLICT',
-        `session ${id}: appended to (seq ${event.seq}) while it was being moved to the trash; it stays in ${storeAddress}`,
-        { sessionId: id },
+        `session ${id}: changed while it was being moved to the trash; it stays in ${storeAddress}`,
+        { sessionId: id, cause: error },
       );
     }
-    await store.delete(id);
     return this.entryOf((await trash.load(id)).summary);
   }
 }

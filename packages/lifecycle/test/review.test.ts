@@ -45,7 +45,7 @@ function withUnreadable(store: SessionStore, unreadable: string): SessionStore {
     read: (id, range) => store.read(id, range),
     has: (id) => store.has(id),
     update: (id, patch) => store.update(id, patch),
-    delete: (id) => store.delete(id),
+    delete: (id, options) => store.delete(id, options),
     close: () => store.close(),
     async list(query) {
       const page = await store.list(query);
@@ -145,6 +145,46 @@ describe('a session appended to while prune moves it', () => {
     expect((await where.load('live')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
     expect(report.trashed).toEqual([]);
     expect(report.failed.map((f) => [f.id, f.error.code])).toEqual([['live', 'CONFLICT']]);
+  });
+});
+
+describe('a session written to between the copy check and the delete', () => {
+  it.each([
+    ['an append', async (store: SessionStore) => store.append('late', [ev(2, 'note')])],
+    ['an update', async (store: SessionStore) => store.update('late', { title: 'renamed' })],
+  ])('keeps %s: the delete removes only the version that was copied', async (what, write) => {
+    const inner = await openMemoryStore();
+    const trash = await openMemoryStore();
+    let raced = false;
+    // Another process writes at the last instant: after the copy was verified, before the delete.
+    const store: SessionStore = {
+      ...withUnreadable(inner, '-none-'),
+      async delete(id, options) {
+        if (!raced) {
+          raced = true;
+          await write(inner);
+        }
+        return inner.delete(id, options);
+      },
+    };
+    const now = new Date(Date.now() + 24 * 3600 * 1000);
+    const lifecycle = await openLifecycle({
+      home,
+      store,
+      storeAddress: 'memory:main',
+      trash,
+      trashAddress: 'memory:trash',
+      now: () => now,
+    });
+    await inner.create({ id: 'late' });
+    await inner.append('late', [ev(0, 'turn/start'), ev(1, 'turn/end')]);
+    const report = await lifecycle.prune({ olderThanDays: 0, dryRun: false, now });
+    expect(raced).toBe(true);
+    expect(report.trashed).toEqual([]);
+    expect(report.failed.map((f) => [f.id, f.error.code])).toEqual([['late', 'CONFLICT']]);
+    const kept = await inner.load('late');
+    expect(kept.events.length).toBe(what === 'an append' ? 3 : 2);
+    if (what === 'an update') expect(kept.summary.title).toBe('renamed');
   });
 });
 

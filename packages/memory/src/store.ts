@@ -6,6 +6,8 @@ import {
   type CreateInit,
   commitStateOf,
   compareForList,
+  type DeleteOptions,
+  deleteConflict,
   emptySummary,
   encodeCursor,
   errors,
@@ -30,6 +32,7 @@ import {
   summaryAfterAppend,
   toIoError,
   validateCreate,
+  validateDeleteOptions,
   validateListQuery,
   validateLoadOptions,
   validatePatch,
@@ -250,10 +253,14 @@ class MemoryStore implements SessionStore {
     return structuredClone(stored.summary);
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     this.open();
     assertValidId(id);
+    const ifUpdatedAt = validateDeleteOptions(options);
     this.step('delete', id);
+    const stored = this.volume.sessions.get(id);
+    if (ifUpdatedAt !== undefined && stored !== undefined && stored.summary.updatedAt !== ifUpdatedAt)
+      throw deleteConflict(id, ifUpdatedAt, stored.summary.updatedAt);
     const existed = this.volume.sessions.delete(id);
     const wasPending = this.pending.delete(id);
     if (!existed && !wasPending) throw errors.notFound(id);

@@ -13,6 +13,8 @@ import {
   boundaryPredicate,
   type CreateInit,
   commitStateOf,
+  type DeleteOptions,
+  deleteConflict,
   emptySummary,
   encodeCursor,
   errors,
@@ -39,6 +41,7 @@ import {
   TidemarkError,
   toIoError,
   validateCreate,
+  validateDeleteOptions,
   validateListQuery,
   validateLoadOptions,
   validatePatch,
@@ -140,6 +143,7 @@ function prepareStatements(db: Database.Database) {
     rollback: db.prepare('ROLLBACK'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
+    updatedAtOf: db.prepare<[string], unknown>('SELECT updated_at FROM sessions WHERE id = ?').pluck(),
     appendHead: db
       .prepare<[{ id: string }]>(
         `SELECT updated_at, event_count, committed_seq, interrupted, first_prompt,
@@ -591,10 +595,18 @@ class SqliteStore implements SessionStore {
     return summary;
   }
 
-  async delete(id: string): Promise<void> {
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
     this.assertOpen();
     assertValidId(id);
+    const ifUpdatedAt = validateDeleteOptions(options);
     const existed = this.transaction('write', this.context(`deleting session ${id}`, id, 'sessions'), () => {
+      if (ifUpdatedAt !== undefined) {
+        // Under the write lock: no append or update can land between this test and the delete.
+        this.step('SELECT sessions', id);
+        const current = this.stmts.updatedAtOf.get(id);
+        if (current !== undefined && current !== ifUpdatedAt)
+          throw deleteConflict(id, ifUpdatedAt, String(current));
+      }
       // Events first, in the same transaction: no reader ever sees a header without its log.
       this.step('DELETE events', id);
       this.stmts.deleteEvents.run(id);
