@@ -2,8 +2,9 @@
 //
 //   <root>/<bucket>/<id>.jsonl           the log
 //   <root>/<bucket>/<id>.summary.json    the summary sidecar
-//   <root>/<bucket>/<id>.lock            the writer lock
 //   <root>/<bucket>/.tmp-<random>        temporary files (never a valid id: ids cannot start with '.')
+//   <root>/.locks/<id>.lock              the writer lock: one per id, whatever its bucket, so that
+//                                        two writers that create one id with different cwds meet
 //   <root>/.quarantine/                  what repairs take out of logs
 import { createHash, randomBytes } from 'node:crypto';
 import { homedir } from 'node:os';
@@ -13,6 +14,8 @@ import { join } from 'node:path';
 export const NO_CWD_BUCKET = '_no-cwd';
 /** Directory of quarantined fragments, under the root. */
 export const QUARANTINE_DIR = '.quarantine';
+/** Directory of writer locks, under the root. */
+export const LOCK_DIR = '.locks';
 
 const BUCKET_PATTERN = /^(cwd-[0-9a-f]{16}|_no-cwd)$/;
 
@@ -60,7 +63,7 @@ export function sessionPaths(root: string, bucket: string, id: string): SessionP
     dir,
     log: join(dir, `${id}${LOG_SUFFIX}`),
     summary: join(dir, `${id}.summary.json`),
-    lock: join(dir, `${id}.lock`),
+    lock: join(root, LOCK_DIR, `${id}.lock`),
   };
 }
 

@@ -173,6 +173,8 @@ export class JsonlStore implements SessionStore {
    * (so the generator's `finally` never runs); `close()` closes what they still hold.
    */
   private readonly readers = new Set<FileHandlePort>();
+  /** Whether `<root>/.locks` is known to exist (checked once per instance). */
+  private lockDirReady = false;
   private readonly buckets = new Map<string, string>();
   private readonly queues = new Map<string, { tail: Promise<void>; depth: number }>();
   /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
@@ -381,7 +383,7 @@ export class JsonlStore implements SessionStore {
       this.pending.delete(id);
       await quietly(() => this.retireWriter(id, false));
       await this.assertRealBucket(paths, id);
-      const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+      const lock = await this.lockSession(paths, id);
       try {
         if (ifUpdatedAt !== undefined) {
           // Under the session lock: no writer in any process can append or update until we are done.
@@ -525,8 +527,18 @@ export class JsonlStore implements SessionStore {
     await this.ensureRoot(id);
     await ensureDir(this.fs, paths.dir, this.root, id);
     await this.assertRealBucket(paths, id);
-    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    const lock = await this.lockSession(paths, id);
     try {
+      // Under the id's lock, which every writer of this id takes whatever its cwd: another writer
+      // may have published the id in another bucket first. Then it is that session, as when the
+      // link below finds our own bucket taken: the batch goes through its seq rules.
+      const elsewhere = await this.logElsewhere(id, paths.bucket);
+      if (elsewhere !== undefined) {
+        const writer = await this.openWriter(id, elsewhere, lock);
+        if (writer === undefined) throw errors.notFound(id);
+        this.pending.delete(id);
+        return this.appendTo(writer, batch);
+      }
       const last = batch[batch.length - 1]!.event.seq;
       const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
       const headerText = encodeHeader(pending.meta, pending.patch);
@@ -698,7 +710,7 @@ export class JsonlStore implements SessionStore {
     const paths = await this.locate(id);
     if (paths === undefined) return undefined;
     await this.assertRealBucket(paths, id);
-    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    const lock = await this.lockSession(paths, id);
     return this.openWriter(id, paths, lock);
   }
 
@@ -965,7 +977,7 @@ export class JsonlStore implements SessionStore {
   ): Promise<{ bytes: number; path: string } | undefined> {
     await quietly(() => this.retireWriter(id, false));
     await this.assertRealBucket(paths, id);
-    const lock = this.locking ? await acquireLock(this.fs, paths.lock, id, this.holderFor(id)) : undefined;
+    const lock = await this.lockSession(paths, id);
     try {
       const handle = await io(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
       try {
@@ -1210,6 +1222,31 @@ export class JsonlStore implements SessionStore {
       `opening ${paths.dir}`,
       id,
     );
+  }
+
+  /**
+   * Takes the writer lock of `id` (nothing with `lock: 'none'`). Locks live under the root, one per
+   * id, not in the session's bucket: writers that create one id under two cwds must exclude each
+   * other too.
+   */
+  private async lockSession(paths: SessionPaths, id: string): Promise<HeldLock | undefined> {
+    if (!this.locking) return undefined;
+    if (!this.lockDirReady) {
+      await ensureDir(this.fs, dirname(paths.lock), this.root, id);
+      this.lockDirReady = true;
+    }
+    return acquireLock(this.fs, paths.lock, id, this.holderFor(id));
+  }
+
+  /** The log of `id` in a bucket other than `except`, if another writer published it there. */
+  private async logElsewhere(id: string, except: string): Promise<SessionPaths | undefined> {
+    const names = await ioOrAbsent(`reading ${this.root}`, id, () => this.fs.readdir(this.root));
+    for (const bucket of (names ?? []).filter(isBucketName).sort()) {
+      if (bucket === except) continue;
+      const paths = await this.logIn(bucket, id);
+      if (paths !== undefined) return paths;
+    }
+    return undefined;
   }
 
   private async ensureRoot(id: string): Promise<void> {

@@ -75,6 +75,43 @@ describe('separate processes', () => {
     expect(loaded.recovered).toBeUndefined();
   });
 
+  it('two processes creating the same ids under different cwds: each id is published once, in one bucket', async () => {
+    const root = tempDir();
+    const count = 40;
+    const start = Date.now() + 700; // both children have loaded by then
+    const [a, b] = await Promise.all([
+      runChild<string[]>({ mode: 'creator', root, cwd: '/work/a', count, start }),
+      runChild<string[]>({ mode: 'creator', root, cwd: '/work/b', count, start }),
+    ]);
+    const store = await openJsonlStore({ root });
+    const listed = (await store.list({ limit: 1000 })).sessions;
+    for (let i = 0; i < count; i++) {
+      const id = `race-${i}`;
+      // Exactly one of the two got its first batch in; the other was told, never silently split.
+      expect(
+        [a[i], b[i]].filter((o) => o === 'won'),
+        id,
+      ).toHaveLength(1);
+      expect(
+        [a[i], b[i]].filter((o) => o !== 'won').every((o) => o === 'CONFLICT' || o === 'ALREADY_EXISTS'),
+        id,
+      ).toBe(true);
+      const winner = a[i] === 'won' ? '/work/a' : '/work/b';
+      const copies = listed.filter((s) => s.id === id);
+      expect(
+        copies.map((s) => s.cwd),
+        id,
+      ).toEqual([winner]);
+      const loaded = await store.load(id);
+      expect(
+        loaded.events.map((e) => e.data),
+        id,
+      ).toEqual([{ writer: winner }]);
+    }
+    expect(listed).toHaveLength(count);
+    await store.close();
+  });
+
   it('a live writer in another process makes appends here CONFLICT; once it is killed, its stale lock is taken over', async () => {
     const root = tempDir();
     await seeded(root);
