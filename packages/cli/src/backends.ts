@@ -58,6 +58,8 @@ export interface RepairOutcome {
   corruptBytes?: number;
   /** Events taken out from the first damaged one on (backends that repair by rows). */
   corruptEvents?: number;
+  /** Unreadable summary fields (tags, attrs) were set aside (backends that repair by rows). */
+  summarySetAside?: boolean;
   /** Where removed data was kept. */
   quarantined: string[];
   /** Events in the log afterwards. */
@@ -236,7 +238,12 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
 }
 
 interface SqliteRepairShape {
-  repaired: { sessionId: string; keptEvents: number; quarantinedEvents: number }[];
+  repaired: {
+    sessionId: string;
+    keptEvents: number;
+    quarantinedEvents: number;
+    quarantinedSummary?: boolean;
+  }[];
   unrepairable: SqliteProblemShape[];
 }
 
@@ -271,10 +278,10 @@ async function repairSqliteSession(
       );
     }
     const done = report.repaired.find((r) => r.sessionId === id);
-    if (done !== undefined && done.quarantinedEvents > 0) {
-      outcome.corruptEvents = done.quarantinedEvents;
+    if (done !== undefined && done.quarantinedEvents > 0) outcome.corruptEvents = done.quarantinedEvents;
+    if (done?.quarantinedSummary === true) outcome.summarySetAside = true;
+    if (outcome.corruptEvents !== undefined || outcome.summarySetAside === true)
       outcome.quarantined.push(`sqlite:${file}#quarantine/session_id=${id}`);
-    }
   }
   const loaded = await store.load(id, { tail: request.tail });
   outcome.eventCount = loaded.events.length;

@@ -567,12 +567,14 @@ async function cmdRepair(ctx: Context): Promise<number> {
     (outcome.tornBytes ?? 0) > 0 ||
     (outcome.cutEvents ?? 0) > 0 ||
     (outcome.corruptBytes ?? 0) > 0 ||
-    (outcome.corruptEvents ?? 0) > 0;
+    (outcome.corruptEvents ?? 0) > 0 ||
+    outcome.summarySetAside === true;
   const details = {
     ...(outcome.tornBytes !== undefined && { tornBytes: outcome.tornBytes }),
     ...(outcome.cutEvents !== undefined && { cutEvents: outcome.cutEvents }),
     ...(outcome.corruptBytes !== undefined && { corruptBytes: outcome.corruptBytes }),
     ...(outcome.corruptEvents !== undefined && { corruptEvents: outcome.corruptEvents }),
+    ...(outcome.summarySetAside === true && { summarySetAside: true }),
     quarantined: outcome.quarantined,
     events: outcome.eventCount,
   };
@@ -587,6 +589,7 @@ async function cmdRepair(ctx: Context): Promise<number> {
       (outcome.corruptEvents ?? 0) > 0
         ? `${outcome.corruptEvents} event(s) from the first damaged one on`
         : undefined,
+      outcome.summarySetAside === true ? 'unreadable summary fields (tags, attrs)' : undefined,
     ].filter((x) => x !== undefined);
     print(
       ctx.io,

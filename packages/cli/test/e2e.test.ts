@@ -334,6 +334,24 @@ describe.skipIf(unavailable.sqlite !== undefined)(`tidemark on SQLite ${unavaila
     expect(JSON.parse(audit.at(-1)!)).toMatchObject({ action: 'repaired', id: 'hurt' });
   });
 
+  it('repair --drop-corrupt sets unreadable summary fields aside, says so and audits it', () => {
+    const file = join(home, 's.db');
+    const store = ['--store', `sqlite:${file}`];
+    expect(tidemark([...store, 'import'], exportText('tagged')).status).toBe(0);
+    const db = new Database(file);
+    db.prepare("UPDATE sessions SET tags = '[1' WHERE id = 'tagged'").run();
+    db.close();
+    expect(tidemark([...store, 'verify']).status).toBe(1);
+    const repair = tidemark([...store, 'repair', 'tagged', '--drop-corrupt']);
+    expect(repair.status).toBe(0);
+    expect(repair.stdout).toMatch(
+      /^tagged: quarantined unreadable summary fields \(tags, attrs\); 6 events kept; quarantine: sqlite:/m,
+    );
+    expect(tidemark([...store, 'verify']).status).toBe(0);
+    const audit = readFileSync(join(home, 'audit.jsonl'), 'utf8').trim().split('\n');
+    expect(JSON.parse(audit.at(-1)!)).toMatchObject({ action: 'repaired', id: 'tagged' });
+  });
+
   it('refuses a row repair of damaged pages with CORRUPT and what to do instead', () => {
     const file = join(home, 'p.db');
     const store = ['--store', `sqlite:${file}`];

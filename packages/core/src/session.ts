@@ -425,11 +425,15 @@ export function nextUpdatedAt(previous: string, now: string = nowIso()): string 
   if (now > previous) return now;
   // Several writes in one millisecond: one past `previous`. `toISOString` output ends in `.mmmZ`,
   // so below .999 only those digits change; anything else goes through Date.
+  const previousMs = Date.parse(previous);
   if (CANONICAL_ISO.test(previous)) {
     const millis = Number(previous.slice(20, 23));
-    if (millis < 999) return `${previous.slice(0, 20)}${String(millis + 1).padStart(3, '0')}Z`;
+    const next = `${previous.slice(0, 20)}${String(millis + 1).padStart(3, '0')}Z`;
+    // Only for a real, normalised date: "T24:00:00.000Z" parses (as the next midnight) but its
+    // successor spelled this way would not.
+    if (millis < 999 && Date.parse(next) === previousMs + 1) return next;
   }
-  return new Date(Date.parse(previous) + 1).toISOString();
+  return new Date(previousMs + 1).toISOString();
 }
 
 /**

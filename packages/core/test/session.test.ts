@@ -221,6 +221,8 @@ describe('validation of create, update and list', () => {
     }
     // A previous time stored in another valid spelling goes through Date and comes back canonical.
     expect(nextUpdatedAt('2026-01-01T02:00:00.500+02:00', now)).toBe('2026-01-01T00:00:00.501Z');
+    // So does one in the canonical shape that is not a normalised date.
+    expect(nextUpdatedAt('2099-01-01T24:00:00.000Z', now)).toBe('2099-01-02T00:00:00.001Z');
   });
   it('gives the current time, formatted like toISOString, to every call in one millisecond', () => {
     const before = Date.now();

@@ -173,8 +173,6 @@ export class JsonlStore implements SessionStore {
    * (so the generator's `finally` never runs); `close()` closes what they still hold.
    */
   private readonly readers = new Set<FileHandlePort>();
-  /** Whether `<root>/.locks` is known to exist (checked once per instance). */
-  private lockDirReady = false;
   private readonly buckets = new Map<string, string>();
   private readonly queues = new Map<string, { tail: Promise<void>; depth: number }>();
   /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
@@ -1231,10 +1229,9 @@ export class JsonlStore implements SessionStore {
    */
   private async lockSession(paths: SessionPaths, id: string): Promise<HeldLock | undefined> {
     if (!this.locking) return undefined;
-    if (!this.lockDirReady) {
-      await ensureDir(this.fs, dirname(paths.lock), this.root, id);
-      this.lockDirReady = true;
-    }
+    // Checked every time, as buckets are: `.locks` may have been removed since, or replaced by a
+    // link, which lock files must never be written through.
+    await ensureDir(this.fs, dirname(paths.lock), this.root, id);
     return acquireLock(this.fs, paths.lock, id, this.holderFor(id));
   }
 

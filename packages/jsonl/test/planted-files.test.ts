@@ -1,12 +1,13 @@
 // Special files planted inside the store tree (a FIFO, a link to an endless device) must give a
 // typed error or a problem entry, never a hang or an endless read (SPEC §5).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTidemarkError } from '@tidemark/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore } from '../src/index.js';
+import { evs, removeTempDirs, tempDir } from './helpers.js';
 
 const time = '2026-11-29T10:00:00.000Z';
 let root: string;
@@ -58,3 +59,31 @@ describe('planted special files', () => {
     await store.close();
   });
 });
+
+describe('the lock directory', () => {
+  it('is made again when removed while an instance is open, and never written through a planted link', async () => {
+    const dir = tempDir();
+    const elsewhere = tempDir();
+    const store = await openJsonlStore({ root: dir });
+    await store.create({ id: 'a' });
+    await store.append('a', evs(0, 1, true));
+    await store.delete('a'); // releases a's lock
+    rmSync(join(dir, '.locks'), { recursive: true });
+    await store.create({ id: 'b' });
+    expect(await store.append('b', evs(0, 1, true))).toEqual({ nextSeq: 1 });
+    await store.create({ id: 'c' });
+    await store.append('c', evs(0, 1, true));
+    await store.close();
+    const again = await openJsonlStore({ root: dir });
+    await again.append('b', evs(1, 1)); // holds b's lock; c's is free
+    rmSync(join(dir, '.locks'), { recursive: true });
+    symlinkSync(elsewhere, join(dir, '.locks'));
+    const error = await again.append('c', evs(1, 1)).catch((e: unknown) => e);
+    expect(isTidemarkError(error) && error.code).toBe('IO');
+    expect(readdirSync(elsewhere)).toEqual([]);
+    expect((await again.load('c')).events).toEqual(evs(0, 1, true));
+    await again.close();
+  });
+});
+
+afterEach(removeTempDirs);

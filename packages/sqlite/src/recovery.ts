@@ -225,8 +225,16 @@ export interface SqliteRepairOptions {
 /** What {@link repairSqliteStore} did. */
 export interface SqliteRepairReport {
   file: string;
-  /** Sessions whose log was cut back to its sound prefix or whose summary was rebuilt. */
-  repaired: { sessionId: string; keptEvents: number; quarantinedEvents: number }[];
+  /**
+   * Sessions whose log was cut back to its sound prefix or whose summary was rebuilt;
+   * `quarantinedSummary` when unreadable `tags`/`attrs` text was moved to the quarantine table.
+   */
+  repaired: {
+    sessionId: string;
+    keptEvents: number;
+    quarantinedEvents: number;
+    quarantinedSummary: boolean;
+  }[];
   /** Findings a row-level repair cannot fix (b-tree damage): restore from a backup or `.recover`. */
   unrepairable: SqliteProblem[];
   /** The verify report after the repair. */
@@ -246,12 +254,14 @@ export async function repairSqliteStore(
   const before = await verifySqliteStore(file);
   const unrepairable = before.problems.filter((p) => p.kind === 'integrity');
   const repaired: SqliteRepairReport['repaired'] = [];
-  const only = options.sessions === undefined ? undefined : new Set(options.sessions);
+  // Named sessions are repaired whether or not verify listed them: its findings are capped per
+  // kind, so damage in one session can crowd out another's. The sound prefix is recomputed below,
+  // which changes nothing in a session that turns out to be whole.
   const targets = new Set(
-    before.problems
-      .filter((p) => p.kind !== 'integrity' && p.sessionId !== undefined)
-      .map((p) => p.sessionId!)
-      .filter((id) => only === undefined || only.has(id)),
+    options.sessions ??
+      before.problems
+        .filter((p) => p.kind !== 'integrity' && p.sessionId !== undefined)
+        .map((p) => p.sessionId!),
   );
   if (unrepairable.length === 0 && targets.size > 0) {
     const isBoundary = boundaryPredicate(options.boundaryTypes);
@@ -285,6 +295,7 @@ export async function repairSqliteStore(
               .run(now, id, kept.length).changes;
             conn.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?').run(id, kept.length);
             const state = commitStateOf(kept, isBoundary);
+            let quarantinedSummary = false;
             const rebuilt = { ...session, event_count: kept.length, committed_seq: state.committedSeq };
             conn
               .prepare('UPDATE sessions SET event_count = ?, committed_seq = ?, interrupted = ? WHERE id = ?')
@@ -298,8 +309,14 @@ export async function repairSqliteStore(
                 )
                 .run(id, JSON.stringify({ tags: session.tags, attrs: session.attrs }), now);
               conn.prepare('UPDATE sessions SET tags = NULL, attrs = NULL WHERE id = ?').run(id);
+              quarantinedSummary = true;
             }
-            repaired.push({ sessionId: id, keptEvents: kept.length, quarantinedEvents: moved });
+            repaired.push({
+              sessionId: id,
+              keptEvents: kept.length,
+              quarantinedEvents: moved,
+              quarantinedSummary,
+            });
           }
         })
         .immediate();

@@ -22,7 +22,9 @@ describe('repairSqliteStore', () => {
   it('cuts a log back to its sound prefix, keeping the rest in quarantine', async () => {
     const path = await damaged(`UPDATE events SET data = 'garbage' WHERE session_id = 's' AND seq = 4`);
     const report = await repairSqliteStore(path);
-    expect(report.repaired).toEqual([{ sessionId: 's', keptEvents: 4, quarantinedEvents: 4 }]);
+    expect(report.repaired).toEqual([
+      { sessionId: 's', keptEvents: 4, quarantinedEvents: 4, quarantinedSummary: false },
+    ]);
     expect(report.unrepairable).toEqual([]);
     expect(report.after.ok).toBe(true);
     const db = new Database(path, { readonly: true });
@@ -50,7 +52,9 @@ describe('repairSqliteStore', () => {
       'seq-gap',
     ]);
     const report = await repairSqliteStore(path);
-    expect(report.repaired).toEqual([{ sessionId: 's', keptEvents: 1, quarantinedEvents: 6 }]);
+    expect(report.repaired).toEqual([
+      { sessionId: 's', keptEvents: 1, quarantinedEvents: 6, quarantinedSummary: false },
+    ]);
     expect(report.after.ok).toBe(true);
     const again = await repairSqliteStore(path);
     expect(again.repaired).toEqual([]);
@@ -60,7 +64,9 @@ describe('repairSqliteStore', () => {
   it('sets an unreadable tags column aside in quarantine', async () => {
     const path = await damaged(`UPDATE sessions SET tags = '[1' WHERE id = 'ok'`);
     const report = await repairSqliteStore(path);
-    expect(report.repaired).toEqual([{ sessionId: 'ok', keptEvents: 2, quarantinedEvents: 0 }]);
+    expect(report.repaired).toEqual([
+      { sessionId: 'ok', keptEvents: 2, quarantinedEvents: 0, quarantinedSummary: true },
+    ]);
     expect(report.after.ok).toBe(true);
     const db = new Database(path, { readonly: true });
     expect(db.prepare(`SELECT session_id, data, reason FROM quarantine`).all()).toEqual([
@@ -75,11 +81,33 @@ describe('repairSqliteStore', () => {
        UPDATE events SET crc = crc + 1 WHERE session_id = 'ok' AND seq = 1`,
     );
     const report = await repairSqliteStore(path, { sessions: ['ok'] });
-    expect(report.repaired).toEqual([{ sessionId: 'ok', keptEvents: 1, quarantinedEvents: 1 }]);
+    expect(report.repaired).toEqual([
+      { sessionId: 'ok', keptEvents: 1, quarantinedEvents: 1, quarantinedSummary: false },
+    ]);
     expect(report.after.ok).toBe(false);
     expect(new Set(report.after.problems.map((p) => p.sessionId))).toEqual(new Set(['s']));
     const store = await openSqliteStore({ path });
     expect((await store.load('ok')).events).toEqual(events(0, 1, 2));
     await store.close();
+  });
+
+  it("repairs a named session even when another session's damage fills verify's findings", async () => {
+    const { store, path } = await freshStore();
+    await store.create({ id: 'noisy' });
+    await store.append('noisy', events(0, 1100));
+    await store.create({ id: 'quiet' });
+    await store.append('quiet', events(0, 3, 3));
+    await store.close();
+    const db = new Database(path);
+    db.exec(`UPDATE events SET crc = crc + 1 WHERE session_id = 'noisy' AND seq > 0;
+             UPDATE events SET crc = crc + 1 WHERE session_id = 'quiet' AND seq = 1`);
+    db.close();
+    const report = await repairSqliteStore(path, { sessions: ['quiet'] });
+    expect(report.repaired).toEqual([
+      { sessionId: 'quiet', keptEvents: 1, quarantinedEvents: 2, quarantinedSummary: false },
+    ]);
+    const reopened = await openSqliteStore({ path });
+    expect((await reopened.load('quiet')).events).toEqual(events(0, 1, 3));
+    await reopened.close();
   });
 });
