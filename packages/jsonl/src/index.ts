@@ -34,6 +34,7 @@ export {
   type ScanProblem,
   type ScanReport,
   scanLog,
+  settleTear,
   type TornReason,
   type TornTail,
 } from './scan.js';

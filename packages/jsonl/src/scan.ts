@@ -368,3 +368,28 @@ export function scanLog(bytes: Uint8Array, options: ScanOptions = {}): ScanRepor
   const batches = scanner.push(bytes);
   return { ...scanner.finish(), batches };
 }
+
+/**
+ * Decides what a torn tail is when the log's summary sidecar recorded `committedSize` bytes as
+ * committed. A sidecar is only ever written once the bytes it counts are durable (and after the
+ * append that wrote them was acknowledged), so a tear that starts before `committedSize` is not an
+ * unfinished write: committed bytes were damaged. From the bytes alone the two can look the same
+ * (a damaged line followed by an intact one-line batch reads like a batch whose first line was
+ * torn), and repairing would quietly drop acknowledged events. Pure.
+ * @returns `end` unchanged, or with the tear turned into a CORRUPT problem at its offset.
+ */
+export function settleTear(end: ScanEnd, committedSize: number | undefined): ScanEnd {
+  const { torn } = end;
+  if (torn === undefined || end.problem !== undefined || committedSize === undefined) return end;
+  if (torn.offset >= committedSize) return end;
+  const { torn: _settled, ...rest } = end;
+  return {
+    ...rest,
+    problem: {
+      kind: 'corrupt',
+      offset: torn.offset,
+      seq: end.nextSeq,
+      message: `damaged data (${torn.reason}) at byte ${torn.offset}, inside the ${committedSize} bytes the summary recorded as committed: committed data was lost`,
+    },
+  };
+}

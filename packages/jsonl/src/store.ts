@@ -67,7 +67,7 @@ import {
 } from './layout.js';
 import { acquireLock, type HeldLock, type LockHolder } from './lock.js';
 import { ensureDir, publishFile, quarantineRange, scanHandle, writeAll } from './recovery.js';
-import { LogScanner, type ScanBatch, type ScanEnd } from './scan.js';
+import { LogScanner, type ScanBatch, type ScanEnd, settleTear } from './scan.js';
 import {
   decodeSidecar,
   SIDECAR_REFRESH_BYTES,
@@ -333,6 +333,21 @@ export class JsonlStore implements SessionStore {
         pending.patch = merged;
         return summary;
       }
+      // A sidecar only ever counts durable bytes (a tear inside them is then damage, not an
+      // unfinished write: see settleTear), so relaxed appends not yet synced are synced first.
+      if (writer.unsynced && writer.handle !== undefined) {
+        const handle = writer.handle;
+        try {
+          await handle.datasync();
+        } catch (error) {
+          // Never retried on this descriptor (retire would sync again): the next use reopens and
+          // rescans the log.
+          writer.unsynced = false;
+          await quietly(() => this.retireWriter(id, false));
+          throw toIoError(error, `syncing ${writer.paths.log}`, id);
+        }
+        writer.unsynced = false;
+      }
       const previous = await this.readSidecar(writer.paths, id);
       const current = await this.currentSummary(writer.paths, id, writer.size);
       const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
@@ -475,12 +490,16 @@ export class JsonlStore implements SessionStore {
     if (handle === undefined) throw errors.notFound(id);
     try {
       let state: CommitState = { committedSeq: -1, interrupted: false };
-      const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+      const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {
         onBatch: (batch) => {
           state = advanceCommitState(state, batch.events, this.isBoundary);
           return true;
         },
       });
+      const end =
+        scanned.torn === undefined
+          ? scanned
+          : settleTear(scanned, (await this.readSidecar(paths, id))?.logSize);
       const report: VerifyReport = {
         id,
         path: paths.log,
@@ -1033,7 +1052,9 @@ export class JsonlStore implements SessionStore {
         }
         if (scanner.failed) break;
       }
-      const end = scanner.finish();
+      let end = scanner.finish();
+      // A tear is only a tail when it lies past what the sidecar recorded as committed.
+      if (end.torn !== undefined) end = settleTear(end, (await this.readSidecar(paths, id))?.logSize);
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
     } finally {
       if (this.readers.delete(handle)) await quietly(() => handle.close());
@@ -1069,7 +1090,7 @@ export class JsonlStore implements SessionStore {
   ): Promise<{ header: LogHeader | undefined; end: ScanEnd; folder: SummaryFolder }> {
     const folder = new SummaryFolder(sidecar, this.isBoundary);
     let header: LogHeader | undefined;
-    const end = await scanHandle(handle, `reading ${paths.log}`, id, {
+    const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {
       onHeader: (h, endOffset) => {
         header = h;
         folder.header(h, endOffset);
@@ -1080,7 +1101,7 @@ export class JsonlStore implements SessionStore {
         return true;
       },
     });
-    return { header, end, folder };
+    return { header, end: settleTear(scanned, sidecar?.logSize), folder };
   }
 
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */

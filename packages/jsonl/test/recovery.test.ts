@@ -137,6 +137,42 @@ describe("tail: 'cut'", () => {
 });
 
 describe('corruption', () => {
+  it('damage to the second-last batch that reads like a torn last write is CORRUPT, because the sidecar counted those bytes as committed', async () => {
+    const root = tempDir();
+    // Two acknowledged one-line batches; close() records the whole log as committed in the sidecar.
+    const paths = await seeded(root, 's', [evs(0, 1, true), evs(1, 1, true)]);
+    const text = readFileSync(paths.log, 'utf8');
+    const offset = text.indexOf('{"seq":0');
+    const damaged = Buffer.from(text, 'utf8');
+    damaged[offset + 3] = 0x58; // bit rot inside the first batch; the second stays intact
+    writeFileSync(paths.log, damaged);
+    // From the bytes alone this is a batch [0, 1] whose first line was torn: scanLog calls it a tail.
+    const store = await openJsonlStore({ root });
+    const error = await store.load('s').catch((e: unknown) => e);
+    expect(isTidemarkError(error, 'CORRUPT')).toBe(true);
+    expect((error as { location: unknown }).location).toMatchObject({ file: paths.log, offset, seq: 0 });
+    await expect(collect(store, 's')).rejects.toMatchObject({ code: 'CORRUPT' });
+    await expect(store.append('s', evs(2, 1))).rejects.toMatchObject({ code: 'CORRUPT' });
+    await store.close();
+    expect(await verifySession({ root }, 's')).toMatchObject({ status: 'corrupt', problem: { offset } });
+    // Nothing was repaired away: the log is as it was, and nothing went to quarantine.
+    expect(readFileSync(paths.log).equals(damaged)).toBe(true);
+    expect(() => readdirSync(join(root, QUARANTINE_DIR))).toThrow();
+  });
+
+  it('a tear past what the sidecar counted is still an unfinished write, repaired as before', async () => {
+    const root = tempDir();
+    const paths = await seeded(root, 's', [evs(0, 1, true), evs(1, 1, true)]);
+    const size = statSync(paths.log).size;
+    appendFileSync(paths.log, '{"seq":2,"type":"note","ti');
+    const store = await openJsonlStore({ root });
+    const loaded = await store.load('s');
+    expect(loaded.events.map((e) => e.seq)).toEqual([0, 1]);
+    expect(loaded.recovered).toMatchObject({ tornBytes: 26 });
+    expect(statSync(paths.log).size).toBe(size);
+    await store.close();
+  });
+
   it('a damaged line before the tail is CORRUPT with file and offset, for load, read and append; verify reports it; repair quarantines it', async () => {
     const root = tempDir();
     const paths = await seeded(root, 's', [evs(0, 2, true), evs(2, 2, true), evs(4, 1, true)]);

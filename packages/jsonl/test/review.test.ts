@@ -419,3 +419,22 @@ describe('a read() iterator its caller stops consuming', () => {
     expect(f.openHandles).toBe(0);
   });
 });
+
+describe('update() in relaxed mode', () => {
+  it('syncs appends not yet synced before its sidecar counts them as committed', async () => {
+    const f = faultyFs();
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    const store = await openJsonlStore({ root, fs: f.fs, durability: 'relaxed' });
+    await store.create({ id: 's' });
+    await store.append('s', evs(0, 1, true));
+    await store.append('s', evs(1, 2)); // no boundary: not synced in relaxed mode
+    f.calls.length = 0;
+    await store.update('s', { title: 't' });
+    const sync = f.calls.indexOf(`datasync ${paths.log}`);
+    const sidecar = f.calls.indexOf(`rename ${paths.summary}`);
+    expect(sync).toBeGreaterThanOrEqual(0);
+    expect(sidecar).toBeGreaterThan(sync);
+    await store.close();
+  });
+});

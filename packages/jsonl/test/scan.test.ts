@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32, crc32Utf8, decodeEventLine, FORMAT_NAME, scanLog } from '../src/index.js';
+import { crc32, crc32Utf8, decodeEventLine, FORMAT_NAME, scanLog, settleTear } from '../src/index.js';
 import { evs } from './helpers.js';
 import { batchLines, headerLine, logOf } from './logs.js';
 
@@ -183,5 +183,26 @@ describe('scanLog', () => {
     const report = scanLog(log.subarray(start), { start: { offset: 0, nextSeq: 2 } });
     expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[2, 3, 4]]);
     expect(scanLog(log.subarray(start), { start: { offset: 0, nextSeq: 7 } }).problem?.kind).toBe('corrupt');
+  });
+});
+
+describe('settleTear', () => {
+  const torn = logOf([evs(0, 1, true)]);
+  const end = scanLog(Buffer.concat([torn, Buffer.from('{"seq":1,"ty')]));
+  it('leaves a tear past the committed size, or with no committed size known, a tail', () => {
+    expect(end.torn).toMatchObject({ offset: torn.length });
+    expect(settleTear(end, undefined)).toBe(end);
+    expect(settleTear(end, torn.length)).toBe(end);
+    expect(settleTear(end, torn.length - 1)).toBe(end);
+  });
+  it('makes a tear inside the committed size CORRUPT at its offset', () => {
+    const settled = settleTear(end, torn.length + 5);
+    expect(settled.torn).toBeUndefined();
+    expect(settled.problem).toMatchObject({ kind: 'corrupt', offset: torn.length, seq: 1 });
+    expect(settled.committedBytes).toBe(end.committedBytes);
+  });
+  it('leaves an end without a tear, or already corrupt, as it is', () => {
+    const whole = scanLog(torn);
+    expect(settleTear(whole, 10_000)).toBe(whole);
   });
 });
