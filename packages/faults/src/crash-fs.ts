@@ -259,8 +259,7 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
     const inode = point.inodes.get(ino);
     return inode === undefined ? new Uint8Array() : applyDataOps(inode.durable, inode.pending);
   };
-  const subsets = dirOpSubsets(point.pendingDirOps.length, limits);
-  for (const keep of subsets) {
+  const pushDirSubset = (keep: readonly boolean[]) => {
     const kept =
       keep
         .map((k, i) => (k ? i : -1))
@@ -268,6 +267,29 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
         .join(',') || 'none';
     push(buildState(point, keep, durableOf, `dir ops kept [${kept}]; data durable only`));
     push(buildState(point, keep, writtenOf, `dir ops kept [${kept}]; data all written`));
+  };
+  for (const keep of dirOpSubsets(point.pendingDirOps.length, limits)) pushDirSubset(keep);
+  // Each directory is synced on its own, so its pending operations are also enumerated on their
+  // own (every subset, within the bound) with every other directory's all kept or all lost: a
+  // directory whose entries are never synced (lock files) must not push the others' operations
+  // past the exhaustive bound.
+  const byDir = new Map<string, number[]>();
+  point.pendingDirOps.forEach((entry, i) => {
+    const dir = entry.dirs[0] ?? '/';
+    byDir.set(dir, [...(byDir.get(dir) ?? []), i]);
+  });
+  if (byDir.size > 1) {
+    for (const indices of byDir.values()) {
+      for (const subset of dirOpSubsets(indices.length, limits)) {
+        for (const others of [true, false]) {
+          const keep = point.pendingDirOps.map(() => others);
+          indices.forEach((index, j) => {
+            keep[index] = subset[j]!;
+          });
+          pushDirSubset(keep);
+        }
+      }
+    }
   }
   const allKept = point.pendingDirOps.map(() => true);
   const noneKept = point.pendingDirOps.map(() => false);

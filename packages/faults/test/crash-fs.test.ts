@@ -189,6 +189,36 @@ describe('crash-state enumeration rules', () => {
     expect(many).toContainEqual(Array(10).fill(false));
   });
 
+  it("enumerates each directory's operations on their own, so an unsynced directory cannot crowd out another's", async () => {
+    const fs = new CrashFs();
+    await fs.mkdir('/locks', { recursive: true });
+    await fs.mkdir('/d', { recursive: true });
+    fs.checkpoint();
+    // Five never-synced entries in /locks (more than the exhaustive bound of 4), then two in /d.
+    for (let i = 0; i < 5; i++) await writeFile(fs, `/locks/l${i}`, 'x', true);
+    await writeFile(fs, '/d/a', 'a', true);
+    await writeFile(fs, '/d/b', 'b', true);
+    const states = enumerateCrashStates(fs.crashPoint());
+    const inD = (s: { files: Map<string, Uint8Array> }) =>
+      ['/d/a', '/d/b'].filter((path) => s.files.has(path)).join(',');
+    // With the 7 operations in one list, only ordered prefixes and single losses were tried, so
+    // "/d/b kept, /d/a lost" with every lock entry kept never came up.
+    const locksKept = (s: { files: Map<string, Uint8Array> }) =>
+      [0, 1, 2, 3, 4].every((i) => s.files.has(`/locks/l${i}`));
+    const locksLost = (s: { files: Map<string, Uint8Array> }) =>
+      [0, 1, 2, 3, 4].every((i) => !s.files.has(`/locks/l${i}`));
+    for (const subset of ['', '/d/a', '/d/b', '/d/a,/d/b']) {
+      expect(
+        states.some((s) => locksKept(s) && inD(s) === subset),
+        `locks kept, ${subset}`,
+      ).toBe(true);
+      expect(
+        states.some((s) => locksLost(s) && inD(s) === subset),
+        `locks lost, ${subset}`,
+      ).toBe(true);
+    }
+  });
+
   it('lists durable, whole-prefix, torn and filled contents of a file', () => {
     const labels = contentVariants({
       durable: enc('A'),
