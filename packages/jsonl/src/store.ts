@@ -499,7 +499,7 @@ export class JsonlStore implements SessionStore {
       const end =
         scanned.torn === undefined
           ? scanned
-          : settleTear(scanned, (await this.readSidecar(paths, id))?.logSize);
+          : settleTear(scanned, this.committedSizeOf(await this.readSidecar(paths, id), scanned.header));
       const report: VerifyReport = {
         id,
         path: paths.log,
@@ -548,7 +548,8 @@ export class JsonlStore implements SessionStore {
     try {
       // Under the id's lock, which every writer of this id takes whatever its cwd: another writer
       // may have published the id in another bucket first. Then it is that session, as when the
-      // link below finds our own bucket taken: the batch goes through its seq rules.
+      // link below finds our own bucket taken, and as the reference model has it: the batch goes
+      // through its seq rules (CONFLICT, or an idempotent retry).
       const elsewhere = await this.logElsewhere(id, paths.bucket);
       if (elsewhere !== undefined) {
         const writer = await this.openWriter(id, elsewhere, lock);
@@ -778,6 +779,10 @@ export class JsonlStore implements SessionStore {
         await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
         await io(`syncing ${paths.log}`, id, () => handle.datasync());
         repaired = { tornBytes: end.torn.length, quarantinedAt: at };
+      } else if ((this.committedSizeOf(sidecar, header) ?? -1) < end.committedBytes) {
+        // Bytes no sidecar counted yet may be a relaxed writer's unsynced batches, left by a process
+        // that died: make them durable before this writer's sidecar counts them (see settleTear).
+        await io(`syncing ${paths.log}`, id, () => handle.datasync());
       }
       const summary = folder.result()!;
       const writer: Writer = {
@@ -998,7 +1003,12 @@ export class JsonlStore implements SessionStore {
     try {
       const handle = await io(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r+'));
       try {
-        const end = await scanHandle(handle, `reading ${paths.log}`, id, {});
+        const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {});
+        // The same reading as load's: a tear inside what the sidecar counted is damage to drop.
+        const end =
+          scanned.torn === undefined
+            ? scanned
+            : settleTear(scanned, this.committedSizeOf(await this.readSidecar(paths, id), scanned.header));
         if (end.problem === undefined || end.problem.kind !== 'corrupt' || end.header === undefined)
           return undefined;
         const size = await io(`inspecting ${paths.log}`, id, () => handle.size());
@@ -1054,7 +1064,8 @@ export class JsonlStore implements SessionStore {
       }
       let end = scanner.finish();
       // A tear is only a tail when it lies past what the sidecar recorded as committed.
-      if (end.torn !== undefined) end = settleTear(end, (await this.readSidecar(paths, id))?.logSize);
+      if (end.torn !== undefined)
+        end = settleTear(end, this.committedSizeOf(await this.readSidecar(paths, id), end.header));
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
     } finally {
       if (this.readers.delete(handle)) await quietly(() => handle.close());
@@ -1101,7 +1112,17 @@ export class JsonlStore implements SessionStore {
         return true;
       },
     });
-    return { header, end: settleTear(scanned, sidecar?.logSize), folder };
+    return { header, end: settleTear(scanned, this.committedSizeOf(sidecar, header)), folder };
+  }
+
+  /**
+   * What a sidecar counted as committed, when it describes this very log: same id (readSidecar) and
+   * same createdAt. A sidecar left behind by an earlier session of the same id (a delete whose
+   * unlink of it was lost in a crash) says nothing about this log.
+   */
+  private committedSizeOf(sidecar: Sidecar | undefined, header: LogHeader | undefined): number | undefined {
+    if (sidecar === undefined || header === undefined) return undefined;
+    return sidecar.summary.createdAt === header.meta.createdAt ? sidecar.logSize : undefined;
   }
 
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */

@@ -158,6 +158,34 @@ describe('corruption', () => {
     // Nothing was repaired away: the log is as it was, and nothing went to quarantine.
     expect(readFileSync(paths.log).equals(damaged)).toBe(true);
     expect(() => readdirSync(join(root, QUARANTINE_DIR))).toThrow();
+    // The explicit repair reads it the same way, and sets the damaged end aside.
+    const report = await repairSession({ root }, 's', { dropCorrupt: true });
+    expect(report).toMatchObject({ corruptBytes: damaged.length - offset, eventCount: 0 });
+    expect(quarantined(root)[0]!.bytes.equals(damaged.subarray(offset))).toBe(true);
+    const after = await openJsonlStore({ root });
+    expect(await after.append('s', evs(0, 1, true))).toEqual({ nextSeq: 1 });
+    await after.close();
+  });
+
+  it('ignores the sidecar of an earlier session with the same id when telling a tear from damage', async () => {
+    const root = tempDir();
+    const paths = await seeded(root, 's', [evs(0, 4, true), evs(4, 4, true)]);
+    const oldSidecar = readFileSync(paths.summary);
+    const store = await openJsonlStore({ root });
+    await store.delete('s');
+    await store.create({ id: 's', createdAt: '2027-01-01T00:00:00.000Z' });
+    await store.append('s', evs(0, 1, true));
+    await store.close();
+    // A crash brings the deleted session's sidecar back (its unlink was never made durable), and
+    // the new log ends in a torn write well inside the old sidecar's logSize.
+    writeFileSync(paths.summary, oldSidecar);
+    expect(statSync(paths.log).size).toBeLessThan(JSON.parse(oldSidecar.toString()).logSize);
+    appendFileSync(paths.log, '{"seq":1,"type":"note","ti');
+    const again = await openJsonlStore({ root });
+    const loaded = await again.load('s');
+    expect(loaded.events).toEqual(evs(0, 1, true));
+    expect(loaded.recovered).toMatchObject({ tornBytes: 26 });
+    await again.close();
   });
 
   it('a tear past what the sidecar counted is still an unfinished write, repaired as before', async () => {

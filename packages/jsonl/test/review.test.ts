@@ -438,3 +438,23 @@ describe('update() in relaxed mode', () => {
     await store.close();
   });
 });
+
+describe('a writer taking over a log another writer left', () => {
+  it('syncs the bytes no sidecar counted yet before its own sidecar can count them', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    // A relaxed writer that appended without a boundary and was never closed (as if killed).
+    const gone = await openJsonlStore({ root, durability: 'relaxed', lock: 'none' });
+    await gone.create({ id: 's' });
+    await gone.append('s', evs(0, 1, true));
+    await gone.append('s', evs(1, 2));
+    const f = faultyFs();
+    const next = await openJsonlStore({ root, fs: f.fs, lock: 'none' });
+    await next.update('s', { title: 'after takeover' });
+    const sync = f.calls.indexOf(`datasync ${paths.log}`);
+    const sidecar = f.calls.indexOf(`rename ${paths.summary}`);
+    expect(sync).toBeGreaterThanOrEqual(0);
+    expect(sidecar).toBeGreaterThan(sync);
+    await next.close();
+  });
+});
