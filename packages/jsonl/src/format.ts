@@ -1,12 +1,15 @@
 // The on-disk line format of a JSONL session log. Pure: strings and bytes in, strings and bytes out.
 //
-//   {"format":"tidemark-session","version":1,"meta":{...},"init":{...},"crc":"1a2b3c4d"}
+//   {"format":"tidemark-session","version":2,"meta":{...},"init":{...},"crc":"1a2b3c4d"}
 //   {"seq":0,"type":"user/message","time":"...","data":{...},"end":1,"crc":"0badf00d"}
-//   {"seq":1,"type":"turn/end","time":"...","data":null,"end":1,"at":"...","crc":"deadbeef"}
+//   {"seq":1,"type":"turn/end","time":"...","data":null,"start":0,"end":1,"at":"...","crc":"deadbeef"}
 //
 // Every event line names the last seq of its batch (`end`); the line whose `seq` equals `end`
 // closes the batch and records the append time (`at`). A batch is committed only when its closing
-// line is present, so a batch cut short by a crash is recognisable. `crc` is the CRC-32 of the
+// line is present, so a batch cut short by a crash is recognisable. Since version 2 every line but
+// a batch's first also names the batch's first seq (`start`): intact lines after a damaged one
+// then tell whether they finish a batch that began in the damage (a torn last write) or are a
+// batch of their own (the damage hit committed data). One-event batches carry no `start`. `crc` is the CRC-32 of the
 // line's UTF-8 bytes before `,"crc":"`, so a flipped byte or a line assembled from two torn ones
 // is rejected without a second serialization. `crc` is always the last field and exactly eight
 // lowercase hex digits, so its position is fixed: the last 18 bytes of the line.
@@ -14,8 +17,8 @@ import type { JsonValue, SessionEvent, SessionMeta, SummaryPatch } from '@tidema
 
 /** The value of the header's `format` field: marks a file as a tidemark session log. */
 export const FORMAT_NAME = 'tidemark-session';
-/** The log format this code writes and the newest it reads. */
-export const FORMAT_VERSION = 1;
+/** The log format this code writes and the newest it reads (it reads every version from 1). */
+export const FORMAT_VERSION = 2;
 
 /** `,"crc":"` + 8 hex + `"}`: the fixed-size end of every line. */
 export const CRC_SUFFIX_BYTES = 18;
@@ -141,9 +144,11 @@ export function encodeHeader(meta: Omit<SessionMeta, 'formatVersion'>, init: Sum
 export function encodeBatch(events: readonly { json: string }[], lastSeq: number, at: string): string {
   let out = '';
   const last = events.length - 1;
+  const start = `,"start":${lastSeq - last}`;
   for (let i = 0; i <= last; i++) {
     const json = events[i]!.json;
-    const framing = i === last ? `,"end":${lastSeq},"at":${JSON.stringify(at)}` : `,"end":${lastSeq}`;
+    const bounds = i === 0 ? `,"end":${lastSeq}` : `${start},"end":${lastSeq}`;
+    const framing = i === last ? `${bounds},"at":${JSON.stringify(at)}` : bounds;
     out += seal(json.slice(0, -1) + framing);
   }
   return out;
@@ -154,6 +159,8 @@ export interface DecodedLine {
   event: SessionEvent;
   /** Last seq of the line's batch. */
   end: number;
+  /** First seq of the line's batch, on every line but the first (version 2). */
+  start?: number;
   /** Append time, present on the closing line of a batch. */
   at?: string;
 }
@@ -237,8 +244,9 @@ export function readEventLine(bytes: Uint8Array, start: number, end: number): De
 
 /** The event line in a parsed object, or what is wrong with it. */
 function eventLineOf(line: Record<string, unknown>): DecodedLine | string {
-  const { seq, type, time, data, end: last, at } = line;
+  const { seq, type, time, data, end: last, at, start } = line;
   if (!isSeq(seq) || !isSeq(last) || last < seq) return 'bad seq or end';
+  if (start !== undefined && (!isSeq(start) || start >= seq)) return 'bad start';
   if (
     typeof type !== 'string' ||
     type.length === 0 ||
@@ -251,6 +259,7 @@ function eventLineOf(line: Record<string, unknown>): DecodedLine | string {
   if (typeof at === 'string' && !Number.isFinite(Date.parse(at))) return '`at` is not a time';
   const value: DecodedLine = { event: { seq, type, time, data: data as JsonValue }, end: last };
   if (typeof at === 'string') value.at = at;
+  if (start !== undefined) value.start = start as number;
   return value;
 }
 
@@ -284,21 +293,21 @@ export function decodeHeaderLine(bytes: Uint8Array, start: number, end: number):
   const line = parseLine(bytes, start, end);
   if (!line.ok) return line;
   const { format, version, meta, init } = line.value;
-  if (format !== FORMAT_NAME || version !== FORMAT_VERSION) {
+  if (format !== FORMAT_NAME || !isSeq(version) || version < 1 || version > FORMAT_VERSION) {
     return { ok: false, defect: 'not-a-log', detail: 'the first line is not a tidemark session header' };
   }
-  const parsedMeta = parseMeta(meta);
+  const parsedMeta = parseMeta(meta, version);
   if (parsedMeta === undefined) return { ok: false, defect: 'shape', detail: 'the header meta is malformed' };
-  return { ok: true, value: { version: FORMAT_VERSION, meta: parsedMeta, init: parseInit(init) } };
+  return { ok: true, value: { version, meta: parsedMeta, init: parseInit(init) } };
 }
 
-function parseMeta(value: unknown): SessionMeta | undefined {
+function parseMeta(value: unknown, version: number): SessionMeta | undefined {
   if (!isPlainObject(value)) return undefined;
   const { id, createdAt, cwd, parent } = value;
   // createdAt must be a time: appends compute the next `at` from it.
   if (typeof id !== 'string' || typeof createdAt !== 'string' || !Number.isFinite(Date.parse(createdAt)))
     return undefined;
-  const meta: SessionMeta = { id, createdAt, formatVersion: FORMAT_VERSION };
+  const meta: SessionMeta = { id, createdAt, formatVersion: version };
   if (cwd !== undefined) {
     if (typeof cwd !== 'string') return undefined;
     meta.cwd = cwd;

@@ -95,6 +95,11 @@ export interface ScanOptions {
   start?: ScanStart;
   /** Longest line accepted; longer ones are garbage (bounds memory). Default 16 MiB + 64 KiB. */
   maxLineBytes?: number;
+  /**
+   * Format version of a headerless scan's log (a scan from the header reads it there). Default 1,
+   * whose lines do not say where their batch starts (see {@link LogScanner}).
+   */
+  formatVersion?: number;
 }
 
 const NEWLINE = 0x0a;
@@ -135,9 +140,12 @@ export class LogScanner {
   /** The highest seq of a valid line seen after the damage. */
   private lastTornSeq = -1;
   private problem: ScanProblem | undefined;
+  /** From version 2 every line but a batch's first names the batch's first seq (`start`). */
+  private formatVersion: number;
 
   constructor(options: ScanOptions = {}) {
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.formatVersion = options.formatVersion ?? 1;
     this.expectHeader = options.start === undefined;
     this.offset = options.start?.offset ?? 0;
     this.committedBytes = this.offset;
@@ -255,6 +263,7 @@ export class LogScanner {
       const header = decodeHeaderLine(bytes, start, end);
       if (header.ok) {
         this.header = header.value;
+        this.formatVersion = header.value.version;
         this.committedBytes = offset + (end - start) + 1;
         this.headerEnd = this.committedBytes;
       } else if (header.defect === 'newer-version') {
@@ -332,8 +341,16 @@ export class LogScanner {
     // the batch's first line (it starts the write) and their seqs only grow.
     this.tornEnd ??= line.end;
     const { seq } = line.event;
+    // Version 2 lines also say where their batch began: the torn batch begins at the committed
+    // end. A line of a batch of its own (a one-event batch has no `start`) after damage means the
+    // damage hit committed data, even where `end` alone would fit a torn batch.
+    const startsAtTear = this.formatVersion < 2 || line.start === this.nextSeq;
     const inTornBatch =
-      line.end === this.tornEnd && seq > this.nextSeq && seq <= line.end && seq > this.lastTornSeq;
+      startsAtTear &&
+      line.end === this.tornEnd &&
+      seq > this.nextSeq &&
+      seq <= line.end &&
+      seq > this.lastTornSeq;
     if (inTornBatch) {
       this.lastTornSeq = seq;
       return;

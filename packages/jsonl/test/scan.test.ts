@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32, crc32Utf8, decodeEventLine, FORMAT_NAME, scanLog, settleTear } from '../src/index.js';
+import {
+  crc32,
+  crc32Utf8,
+  decodeEventLine,
+  FORMAT_NAME,
+  FORMAT_VERSION,
+  scanLog,
+  settleTear,
+} from '../src/index.js';
 import { evs } from './helpers.js';
 import { batchLines, headerLine, logOf } from './logs.js';
 
@@ -38,11 +46,11 @@ describe('the line format', () => {
       .trimEnd()
       .split('\n')
       .map((l) => JSON.parse(l));
-    expect(lines[0]).toMatchObject({ format: FORMAT_NAME, version: 1, meta: { id: 's' } });
-    expect(lines.slice(1).map((l) => [l.seq, l.end, l.at !== undefined])).toEqual([
-      [2, 4, false],
-      [3, 4, false],
-      [4, 4, true],
+    expect(lines[0]).toMatchObject({ format: FORMAT_NAME, version: FORMAT_VERSION, meta: { id: 's' } });
+    expect(lines.slice(1).map((l) => [l.seq, l.start, l.end, l.at !== undefined])).toEqual([
+      [2, undefined, 4, false],
+      [3, 2, 4, false],
+      [4, 2, 4, true],
     ]);
     for (const line of lines) expect(line.crc).toMatch(/^[0-9a-f]{8}$/);
   });
@@ -103,8 +111,11 @@ describe('scanLog', () => {
   });
 
   it('an unknown newer format version is unsupported-format', () => {
-    const newer = `${JSON.stringify({ format: FORMAT_NAME, version: 2, meta: { id: 's' } })}\n`;
-    expect(scanLog(Buffer.from(newer)).problem).toMatchObject({ kind: 'unsupported-format', version: 2 });
+    const newer = `${JSON.stringify({ format: FORMAT_NAME, version: FORMAT_VERSION + 1, meta: { id: 's' } })}\n`;
+    expect(scanLog(Buffer.from(newer)).problem).toMatchObject({
+      kind: 'unsupported-format',
+      version: FORMAT_VERSION + 1,
+    });
   });
 
   const committed = logOf([b0]);
@@ -204,5 +215,50 @@ describe('settleTear', () => {
   it('leaves an end without a tear, or already corrupt, as it is', () => {
     const whole = scanLog(torn);
     expect(settleTear(whole, 10_000)).toBe(whole);
+  });
+});
+
+describe('damage followed by intact lines (which batch do they belong to?)', () => {
+  /** A line sealed as the writer seals it: `body` without its closing brace, then the checksum. */
+  const sealed = (value: object) => {
+    const body = JSON.stringify(value).slice(0, -1);
+    return `${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}\n`;
+  };
+  const T = '2026-01-01T00:00:00.000Z';
+  const damage = (log: Buffer, at: number) => {
+    const out = Buffer.from(log);
+    out[at + 3] = out[at + 3]! ^ 0x5a;
+    return out;
+  };
+
+  it('a damaged one-event batch before an intact one-event batch is CORRUPT, not a torn last write', () => {
+    const log = logOf([evs(0, 1, true), evs(1, 1, true)]);
+    const at = log.indexOf('{"seq":0');
+    const report = scanLog(damage(log, at));
+    expect(report.problem).toMatchObject({ kind: 'corrupt', offset: at, seq: 0 });
+    expect(report.torn).toBeUndefined();
+  });
+
+  it('a damaged first line of the last batch, its other lines intact, is still a torn last write', () => {
+    const log = logOf([evs(0, 1, true), evs(1, 3, true)]);
+    const at = log.indexOf('{"seq":1');
+    const report = scanLog(damage(log, at));
+    expect(report.problem).toBeUndefined();
+    expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[0]]);
+    expect(report.torn).toMatchObject({ offset: at });
+  });
+
+  it('keeps reading version 1 logs, whose lines do not say where their batch starts, as before', () => {
+    const header = sealed({ format: FORMAT_NAME, version: 1, meta: { id: 's', createdAt: T }, init: {} });
+    const line = (seq: number) => sealed({ seq, type: 'turn/end', time: T, data: { seq }, end: seq, at: T });
+    const log = Buffer.from(header + line(0) + line(1), 'utf8');
+    expect(scanLog(log).batches).toHaveLength(2);
+    expect(scanLog(log).header?.version).toBe(1);
+    const at = log.indexOf('{"seq":0');
+    const report = scanLog(damage(log, at));
+    // Version 1 cannot tell the two apart: the damage reads as a torn last write (the sidecar,
+    // when it counted these bytes, still turns that into CORRUPT: see settleTear).
+    expect(report.problem).toBeUndefined();
+    expect(report.torn).toMatchObject({ offset: at });
   });
 });
