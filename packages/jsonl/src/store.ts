@@ -561,6 +561,12 @@ export class JsonlStore implements SessionStore {
       const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
       const headerText = encodeHeader(pending.meta, pending.patch);
       const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
+      // No log here, and we hold the id's lock: a sidecar here is left from an earlier session of
+      // this id (a delete whose unlink of it was lost in a crash), maybe with the same createdAt (a
+      // restore or import keeps it). It must never describe the new log: remove it now, and the
+      // publish's directory fsync below makes the removal durable.
+      if ((await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log))) === undefined)
+        await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
       const published = await publishFile(
         this.fs,
         paths.dir,
@@ -1197,7 +1203,9 @@ export class JsonlStore implements SessionStore {
       },
       { start: { offset: sidecar.logSize, nextSeq: sidecar.summary.eventCount } },
     );
-    if (!aligned || end.problem !== undefined) return undefined;
+    // A torn end is left to the full scan: only a scan from the header knows the format version
+    // and the sidecar's standing, which decide whether the tear is a tail or damage (settleTear).
+    if (!aligned || end.problem !== undefined || end.torn !== undefined) return undefined;
     return folder.result();
   }
 

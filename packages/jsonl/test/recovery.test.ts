@@ -167,6 +167,50 @@ describe('corruption', () => {
     await after.close();
   });
 
+  it('list reports bit rot past a lagging sidecar as a problem, not a shortened summary', async () => {
+    const root = tempDir();
+    const paths = await seeded(root, 's', [evs(0, 1, true)]);
+    const lagging = readFileSync(paths.summary); // as after a SIGKILL before the close-time refresh
+    const store = await openJsonlStore({ root });
+    await store.append('s', evs(1, 1, true));
+    await store.append('s', evs(2, 1, true));
+    await store.close();
+    writeFileSync(paths.summary, lagging);
+    const text = readFileSync(paths.log, 'utf8');
+    const damaged = Buffer.from(text, 'utf8');
+    const at = text.indexOf('{"seq":1') + 3;
+    damaged[at] = damaged[at]! ^ 0x5a; // batch 1 rots; batch 2 stays intact
+    writeFileSync(paths.log, damaged);
+    const again = await openJsonlStore({ root });
+    const page = await again.list();
+    expect(page.sessions).toEqual([]);
+    expect(page.problems.map((p) => [p.id, p.error.code])).toEqual([['s', 'CORRUPT']]);
+    await expect(again.update('s', { title: 'x' })).rejects.toMatchObject({ code: 'CORRUPT' });
+    expect(readFileSync(paths.summary).equals(lagging)).toBe(true);
+    await again.close();
+  });
+
+  it('removes a sidecar left by an earlier session of the id, durably, before publishing the new log', async () => {
+    const root = tempDir();
+    const paths = await seeded(root, 's', [evs(0, 4, true), evs(4, 4, true)]);
+    const stale = readFileSync(paths.summary);
+    const store = await openJsonlStore({ root });
+    await store.delete('s');
+    await store.close();
+    writeFileSync(paths.summary, stale); // the delete's unlink of it was lost in a crash
+    const f = faultyFs();
+    const again = await openJsonlStore({ root, fs: f.fs });
+    await again.create({ id: 's' });
+    await again.append('s', evs(0, 1, true));
+    const unlink = f.calls.indexOf(`unlink ${paths.summary}`);
+    const publish = f.calls.indexOf(`link ${paths.log}`);
+    const sync = f.calls.lastIndexOf(`syncDir ${paths.dir}`);
+    expect(unlink).toBeGreaterThanOrEqual(0);
+    expect(unlink).toBeLessThan(publish);
+    expect(sync).toBeGreaterThan(publish);
+    await again.close();
+  });
+
   it('ignores the sidecar of an earlier session with the same id when telling a tear from damage', async () => {
     const root = tempDir();
     const paths = await seeded(root, 's', [evs(0, 4, true), evs(4, 4, true)]);
