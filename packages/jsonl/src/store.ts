@@ -496,10 +496,7 @@ export class JsonlStore implements SessionStore {
           return true;
         },
       });
-      const end =
-        scanned.torn === undefined
-          ? scanned
-          : settleTear(scanned, this.committedSizeOf(await this.readSidecar(paths, id), scanned.header));
+      const end = await this.settledAgainstSidecar(scanned, paths, id);
       const report: VerifyReport = {
         id,
         path: paths.log,
@@ -1011,10 +1008,7 @@ export class JsonlStore implements SessionStore {
       try {
         const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {});
         // The same reading as load's: a tear inside what the sidecar counted is damage to drop.
-        const end =
-          scanned.torn === undefined
-            ? scanned
-            : settleTear(scanned, this.committedSizeOf(await this.readSidecar(paths, id), scanned.header));
+        const end = await this.settledAgainstSidecar(scanned, paths, id);
         if (end.problem === undefined || end.problem.kind !== 'corrupt' || end.header === undefined)
           return undefined;
         const size = await io(`inspecting ${paths.log}`, id, () => handle.size());
@@ -1068,10 +1062,8 @@ export class JsonlStore implements SessionStore {
         }
         if (scanner.failed) break;
       }
-      let end = scanner.finish();
       // A tear is only a tail when it lies past what the sidecar recorded as committed.
-      if (end.torn !== undefined)
-        end = settleTear(end, this.committedSizeOf(await this.readSidecar(paths, id), end.header));
+      const end = await this.settledAgainstSidecar(scanner.finish(), paths, id);
       if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
     } finally {
       if (this.readers.delete(handle)) await quietly(() => handle.close());
@@ -1129,6 +1121,15 @@ export class JsonlStore implements SessionStore {
   private committedSizeOf(sidecar: Sidecar | undefined, header: LogHeader | undefined): number | undefined {
     if (sidecar === undefined || header === undefined) return undefined;
     return sidecar.summary.createdAt === header.meta.createdAt ? sidecar.logSize : undefined;
+  }
+
+  /**
+   * {@link settleTear} for a scan made without the sidecar at hand: reads it only when the scan
+   * ended torn (scanFolding, which has it, settles by itself).
+   */
+  private async settledAgainstSidecar(end: ScanEnd, paths: SessionPaths, id: string): Promise<ScanEnd> {
+    if (end.torn === undefined) return end;
+    return settleTear(end, this.committedSizeOf(await this.readSidecar(paths, id), end.header));
   }
 
   /** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
