@@ -56,7 +56,7 @@ import {
   validateRange,
 } from '@tidemark/core';
 import { io, ioOrAbsent, problemError, quietly } from './errors.js';
-import { encodeBatch, encodeHeader, FORMAT_VERSION, type LogHeader } from './format.js';
+import { decodeHeaderLine, encodeBatch, encodeHeader, FORMAT_VERSION, type LogHeader } from './format.js';
 import {
   bucketOf,
   defaultRoot,
@@ -147,6 +147,9 @@ interface Pending {
 }
 
 const LIST_PARALLELISM = 16;
+
+/** Bytes read to find a log's header line without scanning the log (headers are small). */
+const HEADER_PROBE_BYTES = 64 * 1024;
 
 /**
  * The crash-safe JSONL backend. Use {@link openJsonlStore}; the class is exported for the
@@ -560,10 +563,14 @@ export class JsonlStore implements SessionStore {
       const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
       // No log here, and we hold the id's lock: a sidecar here is left from an earlier session of
       // this id (a delete whose unlink of it was lost in a crash), maybe with the same createdAt (a
-      // restore or import keeps it). It must never describe the new log: remove it now, and the
-      // publish's directory fsync below makes the removal durable.
-      if ((await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log))) === undefined)
-        await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
+      // restore or import keeps it). It must never describe the new log: remove it, durably, first.
+      if ((await ioOrAbsent(`inspecting ${paths.log}`, id, () => this.fs.lstat(paths.log))) === undefined) {
+        const removed = await ioOrAbsent(`removing ${paths.summary}`, id, () =>
+          this.fs.unlink(paths.summary).then(() => true),
+        );
+        // Synced on its own: a crash may otherwise keep the new log's link and lose this unlink.
+        if (removed) await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
+      }
       const published = await publishFile(
         this.fs,
         paths.dir,
@@ -1177,7 +1184,10 @@ export class JsonlStore implements SessionStore {
     }
   }
 
-  /** Folds only the batches after the sidecar's `logSize`; undefined when that is not a boundary. */
+  /**
+   * Folds only the batches after the sidecar's `logSize`; undefined when that is not a boundary,
+   * or when what follows is damage (the full scan then reports it).
+   */
   private async bringForward(
     handle: FileHandlePort,
     paths: SessionPaths,
@@ -1187,27 +1197,52 @@ export class JsonlStore implements SessionStore {
     const before = new Uint8Array(1);
     const n = await io(`reading ${paths.log}`, id, () => handle.read(before, 0, 1, sidecar.logSize - 1));
     if (n !== 1 || before[0] !== 0x0a) return undefined;
-    const folder = SummaryFolder.fromSidecar(sidecar, this.isBoundary);
-    let first = true;
-    let aligned = true;
-    const end = await scanHandle(
-      handle,
-      `reading ${paths.log}`,
-      id,
-      {
-        onBatch: (batch) => {
-          if (first && batch.offset !== sidecar.logSize) aligned = false;
-          first = false;
-          folder.batch(batch);
-          return aligned;
+    const fold = async (formatVersion: number) => {
+      const folder = SummaryFolder.fromSidecar(sidecar, this.isBoundary);
+      let first = true;
+      let aligned = true;
+      const end = await scanHandle(
+        handle,
+        `reading ${paths.log}`,
+        id,
+        {
+          onBatch: (batch) => {
+            if (first && batch.offset !== sidecar.logSize) aligned = false;
+            first = false;
+            folder.batch(batch);
+            return aligned;
+          },
         },
-      },
-      { start: { offset: sidecar.logSize, nextSeq: sidecar.summary.eventCount } },
-    );
-    // A torn end is left to the full scan: only a scan from the header knows the format version
-    // and the sidecar's standing, which decide whether the tear is a tail or damage (settleTear).
-    if (!aligned || end.problem !== undefined || end.torn !== undefined) return undefined;
-    return folder.result();
+        { start: { offset: sidecar.logSize, nextSeq: sidecar.summary.eventCount }, formatVersion },
+      );
+      return { summary: aligned && end.problem === undefined ? folder.result() : undefined, end };
+    };
+    const folded = await fold(1);
+    if (folded.summary === undefined || folded.end.torn === undefined) return folded.summary;
+    // A torn end is a tail or damage depending on the log's format version and on whether the
+    // sidecar is this log's (settleTear): both come from the header line, so read just that, not
+    // the whole log (list must not cost a crashed session's full length on every call).
+    const header = await this.readHeaderLine(handle, paths, id);
+    if (header === undefined) return undefined;
+    const again = header.version >= 2 ? await fold(header.version) : folded;
+    if (again.summary === undefined) return undefined;
+    return settleTear(again.end, this.committedSizeOf(sidecar, header)).problem === undefined
+      ? again.summary
+      : undefined;
+  }
+
+  /** The header of a log, from its first line alone; undefined when it cannot be read that way. */
+  private async readHeaderLine(
+    handle: FileHandlePort,
+    paths: SessionPaths,
+    id: string,
+  ): Promise<LogHeader | undefined> {
+    const buffer = Buffer.allocUnsafe(HEADER_PROBE_BYTES);
+    const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, 0));
+    const newline = buffer.subarray(0, n).indexOf(0x0a);
+    if (newline === -1) return undefined;
+    const decoded = decodeHeaderLine(buffer, 0, newline);
+    return decoded.ok ? decoded.value : undefined;
   }
 
   /** list's view of one session; undefined when it vanished meanwhile. */
