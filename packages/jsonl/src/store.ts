@@ -550,7 +550,7 @@ export class JsonlStore implements SessionStore {
       // may have published the id in another bucket first. Then it is that session, as when the
       // link below finds our own bucket taken, and as the reference model has it: the batch goes
       // through its seq rules (CONFLICT, or an idempotent retry).
-      const elsewhere = await this.logElsewhere(id, paths.bucket);
+      const elsewhere = await this.logInBuckets(id, new Set([paths.bucket]));
       if (elsewhere !== undefined) {
         const writer = await this.openWriter(id, elsewhere, lock);
         if (writer === undefined) throw errors.notFound(id);
@@ -1276,14 +1276,9 @@ export class JsonlStore implements SessionStore {
       const paths = await this.logIn(bucket, id);
       if (paths !== undefined) return paths;
     }
-    const names = await ioOrAbsent(`reading ${this.root}`, id, () => this.fs.readdir(this.root));
-    for (const bucket of (names ?? []).filter(isBucketName).sort()) {
-      if (tried.has(bucket)) continue;
-      const paths = await this.logIn(bucket, id);
-      if (paths !== undefined) return paths;
-    }
-    this.buckets.delete(id);
-    return undefined;
+    const paths = await this.logInBuckets(id, tried);
+    if (paths === undefined) this.buckets.delete(id);
+    return paths;
   }
 
   private async logIn(bucket: string, id: string): Promise<SessionPaths | undefined> {
@@ -1321,11 +1316,11 @@ export class JsonlStore implements SessionStore {
     return acquireLock(this.fs, paths.lock, id, this.holderFor(id));
   }
 
-  /** The log of `id` in a bucket other than `except`, if another writer published it there. */
-  private async logElsewhere(id: string, except: string): Promise<SessionPaths | undefined> {
+  /** The log of `id` in the first bucket (in name order) not in `skip` that holds one. */
+  private async logInBuckets(id: string, skip: ReadonlySet<string>): Promise<SessionPaths | undefined> {
     const names = await ioOrAbsent(`reading ${this.root}`, id, () => this.fs.readdir(this.root));
     for (const bucket of (names ?? []).filter(isBucketName).sort()) {
-      if (bucket === except) continue;
+      if (skip.has(bucket)) continue;
       const paths = await this.logIn(bucket, id);
       if (paths !== undefined) return paths;
     }
