@@ -40,14 +40,15 @@ function startChild(
   child: ChildProcess;
   lines: string[];
   exited: Promise<number | null>;
-  waitFor(prefix: string): Promise<boolean>;
+  /** Resolves true once `count` lines (default 1) start with `prefix`; false if the child exits first. */
+  waitFor(prefix: string, count?: number): Promise<boolean>;
 } {
   const child = spawn(process.execPath, [childScriptPath(), JSON.stringify(request)], {
     stdio: ['pipe', 'pipe', 'pipe'],
     ...(asUser ?? {}),
   });
   const lines: string[] = [];
-  const waiters: { prefix: string; resolve: (ok: boolean) => void }[] = [];
+  const waiters: { prefix: string; left: number; resolve: (ok: boolean) => void }[] = [];
   let buffered = '';
   child.stdout!.setEncoding('utf8');
   child.stdout!.on('data', (chunk: string) => {
@@ -58,7 +59,7 @@ function startChild(
       buffered = buffered.slice(nl + 1);
       lines.push(line);
       for (const w of waiters.splice(0))
-        if (line.startsWith(w.prefix)) w.resolve(true);
+        if (line.startsWith(w.prefix) && --w.left === 0) w.resolve(true);
         else waiters.push(w);
       nl = buffered.indexOf('\n');
     }
@@ -79,10 +80,12 @@ function startChild(
     child,
     lines,
     exited,
-    waitFor: (prefix) =>
-      lines.some((l) => l.startsWith(prefix))
+    waitFor: (prefix, count = 1) => {
+      const left = count - lines.filter((l) => l.startsWith(prefix)).length;
+      return left <= 0
         ? Promise.resolve(true)
-        : new Promise<boolean>((resolve) => waiters.push({ prefix, resolve })),
+        : new Promise<boolean>((resolve) => waiters.push({ prefix, left, resolve }));
+    },
   };
 }
 
@@ -282,9 +285,16 @@ async function killLoop(
       ready = true; // killed on purpose, ready or not
     } else {
       ready = await run.waitFor('ready');
-      if (ready) {
-        // A random instant inside the append loop: right after start-up to a few dozen batches in.
+      if (ready && k % 4 === 0) {
+        // A random instant from start-up on: often inside a session's first append (its publish).
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
+        run.child.kill('SIGKILL');
+      } else if (ready) {
+        // Inside the append loop, counted in acknowledgements rather than milliseconds, so a slow
+        // disk (fsync under a loaded CI machine) still gets batches acknowledged before the kill.
+        // The short random delay lands the kill anywhere in the next append or two.
+        await run.waitFor('ack', 1 + Math.floor(Math.random() * 16));
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
         run.child.kill('SIGKILL');
       }
     }
