@@ -2,7 +2,7 @@
 // in that directory. Prune never touches a session that is active anywhere.
 import { join } from 'node:path';
 import { assertValidId, TidemarkError } from '@tidemark/core';
-import { readTextIfExists, writeFileAtomic } from './files.js';
+import { readTextIfExists, withFileLock, writeFileAtomic } from './files.js';
 
 /** File name of the pointers inside the lifecycle home. */
 export const ACTIVE_FILE = 'active.json';
@@ -43,7 +43,11 @@ export function parseActiveFile(text: string, file = ACTIVE_FILE): Record<string
   return out;
 }
 
-/** Active-session pointers stored in `<home>/active.json` (0600, replaced atomically). */
+/**
+ * Active-session pointers stored in `<home>/active.json` (0600, replaced atomically). Changes are
+ * read-modify-write under an inter-process lock (`active.json.lock`), so two agents setting the
+ * pointers of two projects at once both keep theirs.
+ */
 export class ActivePointers {
   readonly file: string;
 
@@ -67,19 +71,26 @@ export class ActivePointers {
     assertValidId(id);
     if (typeof cwd !== 'string' || cwd === '')
       throw new TidemarkError('INVALID', 'setActive: cwd must be a non-empty string');
-    const all = await this.all();
-    all[cwd] = id;
-    await this.write(all);
+    await withFileLock(this.file, async () => {
+      const all = await this.all();
+      all[cwd] = id;
+      await this.write(all);
+    });
   }
 
-  /** Removes the pointer of `cwd`; returns the id it pointed to. */
-  async clear(cwd: string): Promise<string | undefined> {
-    const all = await this.all();
-    const previous = all[cwd];
-    if (previous === undefined) return undefined;
-    delete all[cwd];
-    await this.write(all);
-    return previous;
+  /**
+   * Removes the pointer of `cwd`; returns the id it pointed to. With `onlyIf`, the pointer is
+   * removed only while it still names that session (it may have been moved on since it was read).
+   */
+  async clear(cwd: string, onlyIf?: string): Promise<string | undefined> {
+    return withFileLock(this.file, async () => {
+      const all = await this.all();
+      const previous = all[cwd];
+      if (previous === undefined || (onlyIf !== undefined && previous !== onlyIf)) return undefined;
+      delete all[cwd];
+      await this.write(all);
+      return previous;
+    });
   }
 
   /** The set of session ids active in any project. */

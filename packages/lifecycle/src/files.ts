@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { isENOENT, toIoError } from '@tidemark/core';
+import { isENOENT, TidemarkError, toIoError } from '@tidemark/core';
+import lockfile from 'proper-lockfile';
 
 /** Creates `dir` (and parents) with mode 0700. */
 export async function ensurePrivateDir(dir: string): Promise<void> {
@@ -81,5 +82,44 @@ export async function appendLineDurably(path: string, line: string): Promise<voi
     throw toIoError(error, `appending to ${path}`);
   } finally {
     await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Runs `fn` holding an inter-process lock on `path` (a directory `<path>.lock`, proper-lockfile),
+ * so that read-modify-write of a small shared file by two processes cannot lose either change.
+ * The lock is stale after 10 s without a heartbeat (a killed holder), and waited for up to about
+ * 2 s; still held then, it is CONFLICT (retryable). A lock found compromised while held (another
+ * process took it over as stale) makes the call IO, since its write may have raced another one.
+ */
+export async function withFileLock<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  await ensurePrivateDir(dirname(path));
+  let compromised: Error | undefined;
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(path, {
+      realpath: false, // the file itself may not exist yet
+      lockfilePath: `${path}.lock`,
+      stale: 10_000,
+      retries: { retries: 25, factor: 1.3, minTimeout: 5, maxTimeout: 200, randomize: true },
+      onCompromised: (error) => {
+        compromised = error;
+      },
+    });
+  } catch (error) {
+    if ((error as { code?: unknown }).code === 'ELOCKED')
+      throw new TidemarkError('CONFLICT', `${path} is locked by another process; try again`, {
+        retryable: true,
+        cause: error,
+      });
+    throw toIoError(error, `locking ${path}`);
+  }
+  try {
+    const result = await fn();
+    if (compromised !== undefined)
+      throw toIoError(compromised, `the lock on ${path} was taken over while held`);
+    return result;
+  } finally {
+    await release().catch(() => undefined); // a compromised lock is no longer ours to release
   }
 }

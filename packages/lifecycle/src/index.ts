@@ -24,7 +24,13 @@ export {
   logHash,
   planCopy,
 } from './copy.js';
-export { appendLineDurably, ensurePrivateDir, readTextIfExists, writeFileAtomic } from './files.js';
+export {
+  appendLineDurably,
+  ensurePrivateDir,
+  readTextIfExists,
+  withFileLock,
+  writeFileAtomic,
+} from './files.js';
 export {
   Lifecycle,
   type LifecycleOptions,

@@ -185,7 +185,7 @@ export class Lifecycle {
   async delete(id: string): Promise<TrashEntry> {
     const entry = await this.moveToTrash(id, 'deleted', this.now(), {});
     const pointers = await this.active.all();
-    for (const [cwd, active] of Object.entries(pointers)) if (active === id) await this.active.clear(cwd);
+    for (const [cwd, active] of Object.entries(pointers)) if (active === id) await this.active.clear(cwd, id);
     return entry;
   }
 
