@@ -133,6 +133,11 @@ export interface ListProblem {
 /** One page of {@link SessionStore.list}. */
 export interface SessionPage {
   sessions: SessionSummary[];
+  /**
+   * Sessions that could not be described. A backend that cannot place such a session in the
+   * order (it has no readable `updatedAt`) reports it on every page: collect problems by id when
+   * paging to the end.
+   */
   problems: ListProblem[];
   /** Present when more sessions follow. */
   nextCursor?: string;

@@ -541,4 +541,24 @@ describe('summary sidecars', () => {
     expect(page.problems.map((p) => [p.id, p.error.code])).toEqual([['s', 'CORRUPT']]);
     await store.close();
   });
+
+  it('such a problem has no place in the order, so every page reports it (documented)', async () => {
+    const root = tempDir();
+    for (const id of ['a', 'b', 'c']) await seeded(root, id);
+    const paths = await seeded(root, 'x');
+    writeFileSync(paths.summary, 'not json');
+    writeFileSync(paths.log, 'not a log either\n');
+    const store = await openJsonlStore({ root });
+    const pages: { ids: string[]; problems: string[] }[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.list({ limit: 2, ...(cursor !== undefined && { cursor }) });
+      pages.push({ ids: page.sessions.map((s) => s.id), problems: page.problems.map((p) => p.id) });
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    expect(pages.flatMap((p) => p.ids).sort()).toEqual(['a', 'b', 'c']);
+    expect(pages).toHaveLength(2);
+    for (const page of pages) expect(page.problems).toEqual(['x']);
+    await store.close();
+  });
 });
