@@ -2,8 +2,12 @@
 //
 // A writer holds `<id>.lock`, created exclusively ('wx') and holding its pid, host and a random
 // token, until it closes. Another process meeting a live lock gets CONFLICT (retryable). A lock
-// whose pid is dead (same host) is taken over: renamed aside under a private name, checked to be
-// the very lock judged stale (another taker may have replaced it meanwhile), then removed.
+// whose pid is dead (same host) is taken over under a second, short-lived lock, the takeover guard
+// `<id>.lock.takeover`: only its holder may remove a lock it did not create, and only after
+// reading it again and finding the very bytes it judged stale. Without the guard, two takers could
+// each remove "the stale lock" while one of them was already the fresh lock of a third writer,
+// leaving two writers of one session. Creating a lock needs no guard: it only succeeds on an
+// empty path (link, EEXIST).
 // Inside one process, an idle holder hands its lock over to another store instance on request
 // (a busy one, with an append in flight, makes the requester fail with CONFLICT), so two
 // instances in one process behave like the reference model: sequential appends from both work,
@@ -162,22 +166,70 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
   await takeOver(fs, path, id, bytes);
 }
 
+/** Tokens of takeover guards this process holds right now (a guard of ours not in here is stale). */
+const liveGuards = new Set<string>();
+
+/**
+ * Removes the stale lock at `path`, holding the takeover guard. Returns without removing anything
+ * when the lock changed since it was judged stale (the caller looks at it again).
+ * @throws TidemarkError CONFLICT (retryable) when another live taker holds the guard.
+ */
 async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
-  const aside = `${path}.stale-${randomBytes(6).toString('hex')}`;
+  const guard = `${path}.takeover`;
+  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
+  if (!(await tryCreate(fs, guard, id, Buffer.from(`${JSON.stringify(record)}\n`, 'utf8')))) {
+    await clearStaleGuard(fs, guard, id);
+    return;
+  }
+  liveGuards.add(record.token);
   try {
-    await fs.rename(path, aside);
+    // Under the guard nobody else removes the lock, and its dead holder cannot release it: if it
+    // still holds the stale bytes, it is the stale lock, and removing it wrongs no live writer.
+    const current = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
+    if (current === undefined || !Buffer.from(current).equals(Buffer.from(staleBytes))) return;
+    await ioOrAbsent(`removing stale lock ${path}`, id, () => fs.unlink(path));
+  } finally {
+    liveGuards.delete(record.token);
+    await quietly(() => releaseGuard(fs, guard, record.token, id));
+  }
+}
+
+/**
+ * Meets a takeover guard held by someone else: CONFLICT while its holder lives; removed when its
+ * holder died inside a takeover (a window of a few system calls).
+ */
+async function clearStaleGuard(fs: FileSystem, guard: string, id: string): Promise<void> {
+  const bytes = await ioOrAbsent(`reading lock ${guard}`, id, () => fs.readFile(guard));
+  if (bytes === undefined) return; // finished meanwhile: look again
+  const record = parseRecord(bytes);
+  const live =
+    record !== undefined &&
+    (record.host !== HOST ||
+      (record.pid === process.pid ? liveGuards.has(record.token) : isProcessAlive(record.pid)));
+  if (live) throw errors.conflict(`session ${id} is being taken over by another writer (${guard})`, id, true);
+  // A dead taker's guard. It is moved aside and checked before it is dropped, so that a guard
+  // another taker created meanwhile is put back; the narrow race left here needs a taker killed
+  // inside its takeover and two others arriving within the same few system calls.
+  const aside = `${guard}.stale-${randomBytes(6).toString('hex')}`;
+  try {
+    await fs.rename(guard, aside);
   } catch (error) {
-    if (isENOENT(error)) return; // someone else took it over first
-    throw errorFor(error, `taking over stale lock ${path}`, id);
+    if (isENOENT(error)) return;
+    throw errorFor(error, `removing stale lock ${guard}`, id);
   }
   const moved = await ioOrAbsent(`reading lock ${aside}`, id, () => fs.readFile(aside));
-  if (moved !== undefined && !Buffer.from(moved).equals(Buffer.from(staleBytes))) {
-    // We moved a fresh lock that another taker had just created: put it back.
-    await quietly(() => fs.link(aside, path));
+  if (moved !== undefined && !Buffer.from(moved).equals(Buffer.from(bytes))) {
+    await quietly(() => fs.link(aside, guard));
     await quietly(() => fs.unlink(aside));
-    throw errors.conflict(`session ${id} was just locked by another writer`, id, true);
+    throw errors.conflict(`session ${id} is being taken over by another writer (${guard})`, id, true);
   }
   await quietly(() => fs.unlink(aside));
+}
+
+async function releaseGuard(fs: FileSystem, guard: string, token: string, id: string): Promise<void> {
+  const bytes = await ioOrAbsent(`reading lock ${guard}`, id, () => fs.readFile(guard));
+  if (bytes !== undefined && parseRecord(bytes)?.token === token)
+    await ioOrAbsent(`removing lock ${guard}`, id, () => fs.unlink(guard));
 }
 
 async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {

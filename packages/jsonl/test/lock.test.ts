@@ -1,7 +1,7 @@
 import { readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { isTidemarkError } from '@tidemark/core';
+import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
 import { ev, evs, removeTempDirs, tempDir } from './helpers.js';
@@ -97,5 +97,100 @@ describe('writer lock', () => {
     );
     await a.close();
     await b.close();
+  });
+});
+
+describe('stale lock takeover races', () => {
+  const gate = () => {
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    return { opened, open };
+  };
+  const settle = (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (error: unknown) => (isTidemarkError(error) ? error.code : error),
+    );
+
+  it('a taker that judged a lock stale never removes the fresh lock another taker made meanwhile', async () => {
+    const root = tempDir();
+    const paths = await seeded(root); // seq 0 by A
+    // The writer that held the lock crashed: its pid is not alive.
+    writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 54321, host: hostname(), token: 'dead' }));
+    const cPaused = gate();
+    const cGo = gate();
+    const cInGap = gate();
+    const cGapGo = gate();
+    // C pauses at its first step of taking the stale lock over, and (on code that moves locks
+    // aside) again while the lock it moved is out of place.
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async rename(from, to) {
+        if (from === paths.lock) {
+          cPaused.open();
+          await cGo.opened;
+        }
+        return nodeFileSystem.rename(from, to);
+      },
+      async link(from, to) {
+        if (to.endsWith('.takeover')) {
+          cPaused.open();
+          await cGo.opened;
+        }
+        return nodeFileSystem.link(from, to);
+      },
+      async readFile(path) {
+        if (path.includes('.lock.stale-')) {
+          cInGap.open();
+          await cGapGo.opened;
+        }
+        return nodeFileSystem.readFile(path);
+      },
+    };
+    const c = await openJsonlStore({ root, fs });
+    const b = await openJsonlStore({ root });
+    const d = await openJsonlStore({ root });
+    const cAppend = settle(c.append('s', [ev(1, 'turn/end', 'C')]));
+    await cPaused.opened; // C judged the dead lock stale
+    const b1 = await settle(b.append('s', [ev(1, 'turn/end', 'B')])); // B takes it over first
+    cGo.open();
+    await Promise.race([cInGap.opened, cAppend]);
+    const d2 = await settle(d.append('s', [ev(2, 'turn/end', 'D')]));
+    cGapGo.open();
+    const c1 = await cAppend;
+    const b2 = await settle(b.append('s', [ev(2, 'turn/end', 'B')]));
+    await Promise.all([b.close(), c.close(), d.close()]);
+    // Each seq is won by one append at most, and every acknowledged append is in the log.
+    expect(b1).toBe('ok');
+    expect([c1, d2, b2].filter((r) => r !== 'ok' && r !== 'CONFLICT')).toEqual([]);
+    expect(c1 === 'ok' && b1 === 'ok').toBe(false);
+    expect(d2 === 'ok' && b2 === 'ok').toBe(false);
+    const check = await openJsonlStore({ root });
+    const data = (await check.load('s')).events.map((e) => e.data);
+    await check.close();
+    expect(data[1]).toEqual(ev(1, 'turn/end', 'B').data);
+    if (d2 === 'ok') expect(data[2]).toEqual(ev(2, 'turn/end', 'D').data);
+    if (b2 === 'ok') expect(data[2]).toEqual(ev(2, 'turn/end', 'B').data);
+    expect(
+      readdirSync(join(root, '.locks')).filter((n) => n.includes('.takeover') || n.includes('.stale-')),
+    ).toEqual([]);
+  });
+
+  it('a takeover guard left by a killed taker is cleared; one held by a live process is CONFLICT', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 54321, host: hostname(), token: 'dead' }));
+    const guard = `${paths.lock}.takeover`;
+    writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'live-taker' }));
+    const store = await openJsonlStore({ root });
+    const error = await store.append('s', evs(1, 1)).catch((e: unknown) => e);
+    expect(isTidemarkError(error, 'CONFLICT')).toBe(true);
+    expect((error as { retryable: boolean }).retryable).toBe(true);
+    writeFileSync(guard, JSON.stringify({ pid: 2 ** 22 + 54322, host: hostname(), token: 'dead-taker' }));
+    expect(await store.append('s', evs(1, 1))).toEqual({ nextSeq: 2 });
+    await store.close();
+    expect(readdirSync(join(root, '.locks'))).toEqual([]);
   });
 });
