@@ -57,8 +57,17 @@ export async function scanHandle(
 }
 
 /**
- * Creates directory `path` (0700) when missing. When it was created, its parent is fsynced so the
- * new entry survives power loss. An existing non-directory is an IO error (ENOTDIR/EEXIST).
+ * Directories whose entry in their parent this process has made durable, per file system. A
+ * directory found existing may have been created by a process that was killed (or whose parent
+ * fsync failed) before its entry was synced: files published inside it would then vanish with it
+ * at a power loss. So the first use of an existing directory syncs its parent once, too.
+ */
+const durableDirs = new WeakMap<FileSystem, Set<string>>();
+
+/**
+ * Creates directory `path` (0700) when missing, and makes its entry in `parent` durable (fsync of
+ * the parent) the first time this process uses it, whether it created it or found it. An existing
+ * non-directory is an IO error (ENOTDIR/EEXIST).
  */
 export async function ensureDir(
   fs: FileSystem,
@@ -66,20 +75,29 @@ export async function ensureDir(
   parent: string,
   sessionId?: string,
 ): Promise<void> {
+  let known = durableDirs.get(fs);
+  if (known === undefined) durableDirs.set(fs, (known = new Set()));
+  let exists = false;
   try {
     const stat = await fs.lstat(path);
-    if (stat.isDirectory()) return;
-    throw Object.assign(new Error(`${path} is not a directory`), { code: 'ENOTDIR' });
+    if (!stat.isDirectory())
+      throw Object.assign(new Error(`${path} is not a directory`), { code: 'ENOTDIR' });
+    exists = true;
   } catch (error) {
     if (errnoOf(error) !== 'ENOENT') throw toIoError(error, `inspecting ${path}`, sessionId);
   }
-  try {
-    await fs.mkdir(path, { mode: 0o700 });
-  } catch (error) {
-    if (errnoOf(error) === 'EEXIST') return ensureDir(fs, path, parent, sessionId);
-    throw toIoError(error, `creating ${path}`, sessionId);
+  if (exists && known.has(path)) return;
+  if (!exists) {
+    try {
+      await fs.mkdir(path, { mode: 0o700 });
+    } catch (error) {
+      // Another process created it meanwhile: check it is a directory, then sync as for any found.
+      if (errnoOf(error) === 'EEXIST') return ensureDir(fs, path, parent, sessionId);
+      throw toIoError(error, `creating ${path}`, sessionId);
+    }
   }
   await io(`syncing ${parent}`, sessionId, () => fs.syncDir(parent));
+  known.add(path);
 }
 
 /** Writes all of `bytes` at `position`, looping over short writes. */

@@ -181,6 +181,8 @@ export class JsonlStore implements SessionStore {
   /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
   private readonly retiring = new Map<string, Promise<void>>();
   private closed = false;
+  /** Whether this instance synced the parent of a root it found existing (see `ensureRoot`). */
+  private rootEntrySynced = false;
 
   constructor(options: JsonlStoreOptions = {}) {
     this.root = options.root ?? defaultRoot();
@@ -1336,6 +1338,19 @@ export class JsonlStore implements SessionStore {
           `opening ${this.root}`,
           id,
         );
+      }
+      if (!this.rootEntrySynced) {
+        // Found, not made: its creator may have been killed before syncing its entry, and every
+        // log published under it would vanish with it at a power loss. Once per store instance.
+        // A parent this user may not read (EACCES/EPERM) is someone else's to keep durable.
+        try {
+          await this.fs.syncDir(dirname(this.root));
+        } catch (error) {
+          const errno = errnoOf(error);
+          if (errno !== 'EACCES' && errno !== 'EPERM')
+            throw toIoError(error, `syncing ${dirname(this.root)}`, id);
+        }
+        this.rootEntrySynced = true;
       }
       return;
     }
