@@ -76,7 +76,10 @@ export async function ensureDir(
   sessionId?: string,
 ): Promise<void> {
   let known = durableDirs.get(fs);
-  if (known === undefined) durableDirs.set(fs, (known = new Set()));
+  if (known === undefined) {
+    known = new Set();
+    durableDirs.set(fs, known);
+  }
   let exists = false;
   try {
     const stat = await fs.lstat(path);
