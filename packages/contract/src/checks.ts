@@ -1,4 +1,5 @@
 import {
+  FIRST_PROMPT_LENGTH,
   isTidemarkError,
   isValidId,
   type JsonValue,
@@ -1263,6 +1264,47 @@ const inputValidation: ContractCheck[] = [
       expect(expected?.length).toBeLessThan(long.length);
       expect((await store.load('prompted')).summary.firstPrompt).toBe(expected);
       expect((await store.list()).sessions[0]?.firstPrompt).toBe(expected);
+    },
+  },
+  {
+    group: 'list',
+    name: 'text fields are well-formed Unicode: an emoji across the prompt limit survives reopen; lone surrogates are INVALID',
+    async run(ctx) {
+      const store = await ctx.open();
+      const emoji = '\ud83d\ude00';
+      // The pair straddles the prompt limit: cutting it would leave a lone half, which a backend
+      // storing text as UTF-8 cannot keep.
+      const message = ev(
+        0,
+        'user/message',
+        `${'a'.repeat(FIRST_PROMPT_LENGTH - 2)}${emoji}${'b'.repeat(50)}`,
+      );
+      await store.create({ id: 'emoji', title: `title ${emoji}`, tags: [emoji], cwd: `/w/${emoji}` });
+      await store.append('emoji', [message, ev(1, 'turn/end', { text: `lone in data is kept \ud83d` })]);
+      const expected = promptOf(message)!;
+      expect(
+        expected.includes('\ud83d') && !expected.includes(emoji),
+        'the derived prompt split the pair',
+      ).toBe(false);
+      const check = async (s: SessionStore) => {
+        const loaded = await s.load('emoji');
+        expect(loaded.summary.firstPrompt).toBe(expected);
+        expect(loaded.summary.title).toBe(`title ${emoji}`);
+        expect(loaded.summary.tags).toEqual([emoji]);
+        expect(loaded.meta.cwd).toBe(`/w/${emoji}`);
+        expect(loaded.events[1]!.data).toEqual({ text: `lone in data is kept \ud83d` });
+        expect((await listAll(s, `/w/${emoji}`)).map((x) => x.firstPrompt)).toEqual([expected]);
+      };
+      await check(store);
+      for (const [what, attempt] of [
+        ['type', () => store.append('emoji', [ev(2, 'tool/\ud83d', null)])],
+        ['title', () => store.update('emoji', { title: 'x\ude00' })],
+        ['cwd', () => store.create({ id: 'lone-cwd', cwd: '/w/\ud83d' })],
+      ] as const) {
+        await expectCode(attempt(), 'INVALID', `a lone surrogate in ${what}`);
+      }
+      await store.close();
+      await check(await ctx.reopen(store));
     },
   },
 ];

@@ -1,5 +1,11 @@
 import { TidemarkError } from './errors.js';
-import { assertJsonValue, DEFAULT_MAX_DEPTH, DEFAULT_MAX_EVENT_BYTES, type JsonValue } from './json.js';
+import {
+  assertJsonValue,
+  DEFAULT_MAX_DEPTH,
+  DEFAULT_MAX_EVENT_BYTES,
+  type JsonValue,
+  loneSurrogateIndex,
+} from './json.js';
 
 /** One entry of a session log. */
 export interface SessionEvent<D extends JsonValue = JsonValue> {
@@ -68,6 +74,13 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
     throw new TidemarkError(
       'INVALID',
       `${path}.type: must be a string of 1 to ${MAX_TYPE_LENGTH} characters`,
+    );
+  }
+  const lone = loneSurrogateIndex(type);
+  if (lone !== -1) {
+    throw new TidemarkError(
+      'INVALID',
+      `${path}.type: must be well-formed Unicode text, but has a lone UTF-16 surrogate at index ${lone}`,
     );
   }
   if (!isIsoTime(time)) {

@@ -203,3 +203,31 @@ export function jsonEqual(a: JsonValue, b: JsonValue): boolean {
 export function cloneJson<T extends JsonValue>(value: T): T {
   return JSON.parse(JSON.stringify(value)) as T;
 }
+
+const SURROGATE = /[\uD800-\uDFFF]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The index of the first lone UTF-16 surrogate in `text` (half of a pair, as left by cutting a
+ * string between the two), or -1 when `text` is well-formed Unicode. Such text survives a JSON
+ * round trip as an escape, but not storage as UTF-8 text (SQLite turns it into U+FFFD), so the
+ * plain text fields of the contract refuse it. Values inside `data` and `attrs` are stored as
+ * JSON and keep it.
+ */
+export function loneSurrogateIndex(text: string): number {
+  if (!SURROGATE.test(text)) return -1;
+  return LONE_SURROGATE.exec(text)?.index ?? -1;
+}
+
+/** `text` cut to at most `length` UTF-16 units, never between the two halves of a pair. */
+export function sliceWellFormed(text: string, length: number): string {
+  if (text.length <= length) return text;
+  const code = text.charCodeAt(length - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
+}
+
+/** `text` with every lone surrogate replaced by U+FFFD (what `String.prototype.toWellFormed` does). */
+export function toWellFormed(text: string): string {
+  if (!SURROGATE.test(text)) return text;
+  return text.replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}

@@ -4,7 +4,15 @@ import { advanceCommitState, type BoundaryPredicate, type CommitState } from './
 import { TidemarkError } from './errors.js';
 import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
-import { assertJsonValue, cloneJson, type JsonValue, jsonEqual } from './json.js';
+import {
+  assertJsonValue,
+  cloneJson,
+  type JsonValue,
+  jsonEqual,
+  loneSurrogateIndex,
+  sliceWellFormed,
+  toWellFormed,
+} from './json.js';
 import type {
   CreateInit,
   ListQuery,
@@ -19,6 +27,12 @@ import type {
 export const MAX_TEXT_LENGTH = 4096;
 /** Most tags on a session. */
 export const MAX_TAGS = 256;
+/**
+ * Largest `attrs` of a session, serialized (UTF-8 bytes of its JSON). Summaries are small records
+ * that `list` reads in bulk, and the JSONL backend carries a pending session's fields in the
+ * header line of its log, which must stay within the line length its reader accepts.
+ */
+export const MAX_ATTRS_BYTES = 1024 * 1024;
 /** Default and largest page size of `list`. */
 export const DEFAULT_LIST_LIMIT = 100;
 export const MAX_LIST_LIMIT = 10_000;
@@ -45,6 +59,13 @@ function assertText(value: unknown, what: string): asserts value is string {
   if (typeof value !== 'string' || value.length > MAX_TEXT_LENGTH) {
     throw new TidemarkError('INVALID', `${what}: must be a string of at most ${MAX_TEXT_LENGTH} characters`);
   }
+  const lone = loneSurrogateIndex(value);
+  if (lone !== -1) {
+    throw new TidemarkError(
+      'INVALID',
+      `${what}: must be well-formed Unicode text, but has a lone UTF-16 surrogate at index ${lone}`,
+    );
+  }
 }
 
 function assertTags(value: unknown, what: string): asserts value is string[] {
@@ -61,6 +82,13 @@ function assertAttrs(value: unknown, what: string): asserts value is { [key: str
     throw new TidemarkError('INVALID', `${what}: must be a JSON object`);
   }
   assertJsonValue(value, what);
+  const bytes = Buffer.byteLength(JSON.stringify(value), 'utf8');
+  if (bytes > MAX_ATTRS_BYTES) {
+    throw new TidemarkError(
+      'INVALID',
+      `${what}: serialized attrs are ${bytes} bytes, over the limit of ${MAX_ATTRS_BYTES}`,
+    );
+  }
 }
 
 /** Validated arguments of `create`, with the id filled in. */
@@ -179,8 +207,10 @@ export function promptOf(event: SessionEvent): string | undefined {
   let text: unknown = data;
   if (typeof data === 'object' && data !== null && !Array.isArray(data)) text = data.text ?? data.content;
   if (typeof text !== 'string' || text.trim() === '') return undefined;
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > FIRST_PROMPT_LENGTH ? `${flat.slice(0, FIRST_PROMPT_LENGTH - 1)}…` : flat;
+  // Derived text must be storable as text by every backend: lone surrogates become U+FFFD, and
+  // the cut never separates the halves of a pair (an emoji across the limit).
+  const flat = toWellFormed(text.replace(/\s+/g, ' ').trim());
+  return flat.length > FIRST_PROMPT_LENGTH ? `${sliceWellFormed(flat, FIRST_PROMPT_LENGTH - 1)}…` : flat;
 }
 
 /** The summary after a batch was appended: counts, commit state, `updatedAt`, derived prompt. */

@@ -16,7 +16,7 @@
 // any state: cut at any byte, with zeros or garbage in place of some of its pages, even with its
 // later lines present and earlier ones not. All of those are recognised as torn: every valid
 // line after the damage has the torn batch's `end` and a seq inside it.
-import type { SessionEvent } from '@tidemark/core';
+import { DEFAULT_MAX_EVENT_BYTES, type SessionEvent } from '@tidemark/core';
 import { type DecodedLine, decodeHeaderLine, type LogHeader, readEventLine } from './format.js';
 
 /** Why the tail of a log is torn. */
@@ -103,7 +103,11 @@ export interface ScanOptions {
 }
 
 const NEWLINE = 0x0a;
-const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024 + 64 * 1024;
+/**
+ * Longest line read: the largest event core accepts plus room for the line's framing. A header
+ * line is bounded well below it by core's limits on summary fields (tags, text, `attrs`).
+ */
+const DEFAULT_MAX_LINE_BYTES = DEFAULT_MAX_EVENT_BYTES + 64 * 1024;
 
 interface Pending {
   offset: number;

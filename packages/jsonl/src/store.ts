@@ -13,6 +13,7 @@ import {
   type CreateInit,
   commitStateOf,
   compareForList,
+  DEFAULT_MAX_EVENT_BYTES,
   type DeleteOptions,
   type Durability,
   deleteConflict,
@@ -194,7 +195,20 @@ export class JsonlStore implements SessionStore {
     this.logFlags = this.durability === 'strict' ? 'r+dsync' : 'r+';
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.limits = {};
-    if (options.maxEventBytes !== undefined) this.limits.maxEventBytes = options.maxEventBytes;
+    if (options.maxEventBytes !== undefined) {
+      // The log's reader accepts lines of one largest event plus framing; a store that accepted
+      // larger events would acknowledge lines that it (and every other reader) then calls corrupt.
+      if (
+        !Number.isSafeInteger(options.maxEventBytes) ||
+        options.maxEventBytes < 1 ||
+        options.maxEventBytes > DEFAULT_MAX_EVENT_BYTES
+      ) {
+        throw errors.invalid(
+          `maxEventBytes must be an integer from 1 to ${DEFAULT_MAX_EVENT_BYTES} (the longest event a JSONL log holds), got ${String(options.maxEventBytes)}`,
+        );
+      }
+      this.limits.maxEventBytes = options.maxEventBytes;
+    }
     if (options.maxDepth !== undefined) this.limits.maxDepth = options.maxDepth;
     this.locking = (options.lock ?? 'file') === 'file';
     this.maxOpenWriters = Math.max(1, options.maxOpenWriters ?? 64);
