@@ -67,6 +67,7 @@ import {
   sessionPaths,
 } from './layout.js';
 import { acquireLock, type HeldLock, type LockHolder } from './lock.js';
+import { MarkKeeper, markMatches, type StreamMark } from './mark.js';
 import { ensureDir, publishFile, quarantineRange, scanHandle, writeAll } from './recovery.js';
 import { LogScanner, type ScanBatch, type ScanEnd, settleTear } from './scan.js';
 import {
@@ -148,6 +149,9 @@ interface Pending {
 }
 
 const LIST_PARALLELISM = 16;
+
+/** Re-reads of an anomaly at one place in read(), before it is taken as the log's (see readEvents). */
+const MAX_REREADS = 3;
 
 /** Bytes read to find a log's header line without scanning the log (headers are small). */
 const HEADER_PROBE_BYTES = 64 * 1024;
@@ -1057,40 +1061,116 @@ export class JsonlStore implements SessionStore {
 
   // ---------------------------------------------------------------- reading
 
+  /**
+   * Streams the events of `fromSeq..toSeq` by byte positions, so another instance or process may
+   * rewrite the log under the stream: repair a torn tail (truncate, then append), cut a tail,
+   * delete the session. Bytes read at successive positions then need not come from one version of
+   * the log, and the sidecar may describe a newer one: a tear or CORRUPT seen so may be an artefact
+   * of the rewrite. So an anomaly ends the stream only once the log as it is now confirms it:
+   * reopened by path, the log must still hold the last committed batch the stream took in (the
+   * {@link StreamMark}), else it was rewritten under the stream, which ends there; if it does, the
+   * sidecar is read again, then the bytes after that batch are read and scanned again. Only an
+   * anomaly that {@link MAX_REREADS} such re-reads meet at the same place is reported.
+   */
   private async *readEvents(id: string, fromSeq: number, toSeq: number): AsyncGenerator<SessionEvent> {
     const paths = await this.locate(id);
     if (paths === undefined) throw errors.notFound(id);
-    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
-    if (handle === undefined) throw errors.notFound(id);
+    const opened = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+    if (opened === undefined) throw errors.notFound(id);
+    let handle: FileHandlePort = opened;
     this.readers.add(handle);
     try {
-      const scanner = new LogScanner();
       const buffer = Buffer.allocUnsafe(256 * 1024);
+      const keeper = new MarkKeeper();
+      let scanner = new LogScanner();
       let position = 0;
+      let header: LogHeader | undefined;
+      /** The sidecar as read before the current pass (none before the first). */
+      let sidecar: Sidecar | undefined;
+      let rereads = 0;
+      let rereadAt: number | undefined;
       for (;;) {
-        // Resumed after close(): the descriptor is gone, and the answer is CLOSED, not an IO error.
-        this.assertOpen();
-        const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, position));
-        if (n === 0) break;
-        position += n;
-        const batches = scanner.push(buffer.subarray(0, n));
-        const owner = scanner.headerLine?.header.meta.id;
-        if (owner !== undefined && owner !== id) throw foreignLog(paths.log, id, owner);
-        for (const batch of batches) {
-          for (const event of batch.events) {
-            this.assertOpen();
-            if (event.seq > toSeq) return;
-            if (event.seq >= fromSeq) yield event;
+        for (;;) {
+          // Resumed after close(): the descriptor is gone, and the answer is CLOSED, not an IO error.
+          this.assertOpen();
+          const from = position;
+          const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, from));
+          if (n === 0) break;
+          const chunk = buffer.subarray(0, n);
+          const batches = scanner.push(chunk);
+          keeper.advance(chunk, position, batches);
+          position += n;
+          header ??= scanner.headerLine?.header;
+          if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
+          for (const batch of batches) {
+            for (const event of batch.events) {
+              this.assertOpen();
+              if (event.seq > toSeq) return;
+              if (event.seq >= fromSeq) yield event;
+            }
           }
+          if (scanner.failed) break;
         }
-        if (scanner.failed) break;
+        const end = scanner.finish();
+        if (end.problem === undefined && end.torn === undefined) return;
+        // A header newer than this code is no artefact of a rewrite: every writer keeps the header.
+        if (end.problem?.kind === 'unsupported-format') throw problemError(end.problem, paths.log, id);
+        // The log as it is now, through a new descriptor: the path may name another file by now.
+        const current = await ioOrAbsent(`opening ${paths.log}`, id, () => this.fs.open(paths.log, 'r'));
+        const previous = handle;
+        if (this.readers.delete(previous)) await quietly(() => previous.close());
+        if (current === undefined) return; // deleted under the stream: it ends there
+        handle = current;
+        this.readers.add(current);
+        this.assertOpen();
+        const mark = keeper.mark;
+        if (mark !== undefined && !(await this.markHolds(current, mark, paths, id))) return;
+        if (mark?.offset !== rereadAt) {
+          rereadAt = mark?.offset;
+          rereads = 0;
+        }
+        if (rereads === MAX_REREADS) {
+          // Met at the same place by every re-read: judged as load judges it, against the sidecar
+          // read before this pass (a tear is only a tail past what that sidecar counted).
+          const settled = settleTear(end, this.committedSizeOf(sidecar, header));
+          if (settled.problem !== undefined) throw problemError(settled.problem, paths.log, id);
+          return; // a torn tail: not part of the log
+        }
+        rereads++;
+        // Before the pass it judges: a sidecar read after the scan may count bytes written later.
+        sidecar = await this.readSidecar(paths, id);
+        position = keeper.rewind();
+        if (mark === undefined) {
+          header = undefined;
+          scanner = new LogScanner();
+        } else {
+          const start = { offset: mark.offset, nextSeq: mark.nextSeq };
+          scanner = new LogScanner({ start, formatVersion: header!.version });
+        }
       }
-      // A tear is only a tail when it lies past what the sidecar recorded as committed.
-      const end = await this.settledAgainstSidecar(scanner.finish(), paths, id);
-      if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
     } finally {
-      if (this.readers.delete(handle)) await quietly(() => handle.close());
+      const last = handle;
+      if (this.readers.delete(last)) await quietly(() => last.close());
     }
+  }
+
+  /** True when the log open on `handle` still holds the batch end `mark` where the stream found it. */
+  private async markHolds(
+    handle: FileHandlePort,
+    mark: StreamMark,
+    paths: SessionPaths,
+    id: string,
+  ): Promise<boolean> {
+    const bytes = new Uint8Array(mark.tail.length);
+    const at = mark.offset - bytes.length;
+    for (let filled = 0; filled < bytes.length; ) {
+      const n = await io(`reading ${paths.log}`, id, () =>
+        handle.read(bytes, filled, bytes.length - filled, at + filled),
+      );
+      if (n === 0) return false; // shorter than the mark: cut or truncated under the stream
+      filled += n;
+    }
+    return markMatches(mark, bytes);
   }
 
   private async readWhole(paths: SessionPaths, id: string): Promise<WholeLog> {
