@@ -358,7 +358,12 @@ async function cmdDelete(ctx: Context): Promise<number> {
   if (!(await main.store.has(id))) return absent(ctx, main, id);
   const lifecycle = await openLifecycleFor(ctx, main, true);
   const entry = await lifecycle.delete(id);
-  if (ctx.values.json) printJson(ctx.io, entry);
+  if (ctx.values.json) printJson(ctx.io, entry ?? { id, removed: true, empty: true });
+  else if (entry === undefined)
+    print(
+      ctx.io,
+      `removed ${id}: it had no events, so there was nothing for the trash to keep (its title and tags are in the audit log)`,
+    );
   else
     print(
       ctx.io,
@@ -379,6 +384,7 @@ async function cmdPrune(ctx: Context): Promise<number> {
       toTrash: report.toTrash.map((s) => s.id),
       keptActive: report.keptActive.map((s) => s.id),
       trashed: report.trashed,
+      removedEmpty: report.removedEmpty,
       failed: report.failed.map((f) => ({ id: f.id, error: f.error.toJSON() })),
       problems: report.problems.map((p) => ({ id: p.id, error: p.error.toJSON() })),
     });
@@ -397,6 +403,8 @@ async function cmdPrune(ctx: Context): Promise<number> {
         `  ${summary.id}  ${age(summary.updatedAt, new Date())}  ${truncate(summary.title ?? summary.firstPrompt ?? '', 50)}`,
       );
     }
+    for (const id of report.removedEmpty)
+      print(ctx.io, `  removed ${id}: no events, nothing for the trash to keep (summary in the audit log)`);
     for (const kept of report.keptActive) print(ctx.io, `  kept ${kept.id}: active session of a project`);
     for (const f of report.failed)
       ctx.io.stderr.write(`${ctx.err.red('failed')}: ${f.id}: ${f.error.code}: ${f.error.message}\n`);
@@ -629,7 +637,7 @@ async function cmdImport(ctx: Context): Promise<number> {
   if (parsed.events.length === 0)
     throw new TidemarkError(
       'INVALID',
-      'import: the export holds no events; a session exists only once it has one',
+      'import: the export holds no events (its session was emptied by a tail cut or a repair); a store holds a session only from its first event, so there is nothing to import',
     );
   // Stage the parsed session in a memory store, then copy it like migrate does: same
   // verification, and a cut-short import continues where it stopped.

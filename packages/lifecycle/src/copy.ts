@@ -97,7 +97,8 @@ async function readAll(store: SessionStore, id: string): Promise<SessionEvent[]>
  * The copy keeps the source's `createdAt`; its `updatedAt` is the time of the copy.
  *
  * @throws TidemarkError CONFLICT when the target holds a session with this id whose events are
- * not a prefix of the source's; CORRUPT when the verification fails; any error of either store.
+ * not a prefix of the source's; CORRUPT when the verification fails; INVALID for a source without
+ * events (it cannot exist in the target); any error of either store.
  */
 export async function copySession(
   from: SessionStore,
@@ -165,6 +166,15 @@ export async function copySession(
   }
   await flush();
   const total = sourceHashes.length;
+  if (total === 0 && targetHashes === undefined) {
+    // create() is lazy: a session exists from its first event, so an empty one (left by a tail
+    // cut or a repair) has no way into another store. Said plainly rather than as NOT_FOUND.
+    throw new TidemarkError(
+      'INVALID',
+      `session ${id} has no events: a store holds a session only from its first event, so it cannot be copied`,
+      { sessionId: id },
+    );
+  }
   if (targetHashes !== undefined && targetHashes.length > total) throw diverged(total);
   const outcome: CopyResult['outcome'] =
     targetHashes === undefined ? 'copied' : targetHashes.length === total ? 'complete' : 'resumed';

@@ -67,6 +67,11 @@ export interface PruneReport extends PrunePlan {
   dryRun: boolean;
   /** Ids moved to the trash (empty for a dry run). */
   trashed: string[];
+  /**
+   * Ids of sessions without events that were removed outright: a store holds a session only from
+   * its first event, so the trash cannot hold them. Their summary fields are in the audit entry.
+   */
+  removedEmpty: string[];
   /** Sessions that could not be moved, with the typed error; they stay in the main store. */
   failed: { id: string; error: TidemarkError }[];
   /** Sessions the main store could not describe: never silently treated as absent. */
@@ -164,12 +169,12 @@ export class Lifecycle {
     const { sessions, problems } = await listAll(this.options.store);
     const activeIds = await this.active.ids();
     const plan = planPrune(sessions, activeIds, olderThanDays, now);
-    const report: PruneReport = { ...plan, dryRun, trashed: [], failed: [], problems };
+    const report: PruneReport = { ...plan, dryRun, trashed: [], removedEmpty: [], failed: [], problems };
     if (dryRun) return report;
     for (const summary of plan.toTrash) {
       try {
-        await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays }, summary);
-        report.trashed.push(summary.id);
+        const entry = await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays }, summary);
+        (entry === undefined ? report.removedEmpty : report.trashed).push(summary.id);
       } catch (error) {
         if (!isTidemarkError(error)) throw error;
         report.failed.push({ id: summary.id, error });
@@ -181,8 +186,12 @@ export class Lifecycle {
   /**
    * Moves one session to the trash on request (audit action `deleted`). The active pointer that
    * names it, if any, is cleared. NOT_FOUND when absent; see {@link locate} for why.
+   *
+   * @returns its trash entry; undefined for a session without events (left so by a tail cut or a
+   * repair), which no store can hold as a copy: it is removed outright, and the audit entry keeps
+   * its summary fields.
    */
-  async delete(id: string): Promise<TrashEntry> {
+  async delete(id: string): Promise<TrashEntry | undefined> {
     const entry = await this.moveToTrash(id, 'deleted', this.now(), {});
     const pointers = await this.active.all();
     for (const [cwd, active] of Object.entries(pointers)) if (active === id) await this.active.clear(cwd, id);
@@ -248,8 +257,16 @@ export class Lifecycle {
         report.kept.push(entry);
         continue;
       }
+      // Only the version that was listed: a delete that resumed onto this copy meanwhile stamped
+      // a new trashedAt (moving updatedAt), and its grace period starts again.
+      try {
+        await this.options.trash.delete(entry.id, { ifUpdatedAt: entry.summary.updatedAt });
+      } catch (error) {
+        if (!isTidemarkError(error, 'CONFLICT')) throw error;
+        report.kept.push(entry);
+        continue;
+      }
       await this.audit.record('purged', entry.id, this.options.trashAddress, { trashedAt: entry.trashedAt });
-      await this.options.trash.delete(entry.id);
       report.purged.push(entry.id);
     }
     return report;
@@ -298,18 +315,25 @@ export class Lifecycle {
     };
   }
 
-  /** Copy into the trash (verified), record, then delete from the main store: crash-safe order. */
+  /**
+   * Copy into the trash (verified), delete from the main store (only the version copied), then
+   * record: crash-safe order, as the session is in at least one store at every step. Recording
+   * after the delete means a move that fails leaves no audit entry claiming it happened; a crash
+   * between the delete and the record leaves the session in the trash, where `locate` finds it.
+   */
   private async moveToTrash(
     id: string,
     reason: 'pruned' | 'deleted',
     now: Date,
     details: { [key: string]: JsonValue },
     summary?: SessionSummary,
-  ): Promise<TrashEntry> {
+  ): Promise<TrashEntry | undefined> {
     const { store, storeAddress, trash, trashAddress } = this.options;
+    const source = summary ?? (await store.load(id)).summary;
+    if (source.eventCount === 0) return this.removeEmpty(id, reason, details, source);
     const trashedAt = now.toISOString();
     const copy = await copySession(store, trash, id, {
-      ...(summary !== undefined && { sourceSummary: summary }),
+      sourceSummary: source,
       attrs: (original) => ({
         [TRASH_ATTR]: {
           trashedAt,
@@ -319,6 +343,22 @@ export class Lifecycle {
         },
       }),
     });
+    // Only the version that was copied is deleted, in one step under the store's write lock: a
+    // writer that appended or updated after the summary was read would otherwise lose that work.
+    try {
+      await this.deleteVersion(id, copy.source.updatedAt);
+    } catch (error) {
+      if (isTidemarkError(error, 'CONFLICT')) {
+        // The session stays in the main store, newer than the copy: drop the copy, or the trash
+        // would list (and could restore) an old version of a session that was never moved.
+        const stale = await trash.load(id).then(
+          (loaded) => loaded.summary.updatedAt,
+          () => undefined,
+        );
+        if (stale !== undefined) await trash.delete(id, { ifUpdatedAt: stale }).catch(() => undefined); // best effort
+      }
+      throw error;
+    }
     await this.audit.record(reason, id, storeAddress, {
       ...details,
       trash: trashAddress,
@@ -327,20 +367,45 @@ export class Lifecycle {
       createdAt: copy.source.createdAt,
       updatedAt: copy.source.updatedAt,
     });
-    // Only the version that was copied is deleted, in one step under the store's write lock: a
-    // writer that appended or updated after the summary was read would otherwise lose that work.
-    // The session then stays in the main store (the trash copy is a harmless earlier version).
+    return this.entryOf((await trash.load(id)).summary);
+  }
+
+  /** A session without events: nothing to copy, so removed outright and recorded in full. */
+  private async removeEmpty(
+    id: string,
+    reason: 'pruned' | 'deleted',
+    details: { [key: string]: JsonValue },
+    source: SessionSummary,
+  ): Promise<undefined> {
+    await this.deleteVersion(id, source.updatedAt);
+    const kept: { [key: string]: JsonValue } = {};
+    for (const key of ['cwd', 'title', 'firstPrompt', 'tags', 'attrs', 'parent'] as const) {
+      const value = source[key];
+      if (value !== undefined) kept[key] = value as JsonValue;
+    }
+    await this.audit.record(reason, id, this.options.storeAddress, {
+      ...details,
+      events: 0,
+      empty: true,
+      createdAt: source.createdAt,
+      updatedAt: source.updatedAt,
+      summary: kept,
+    });
+    return undefined;
+  }
+
+  /** Deletes `id` from the main store only if it is still at `updatedAt`; CONFLICT says so. */
+  private async deleteVersion(id: string, updatedAt: string): Promise<void> {
     try {
-      await store.delete(id, { ifUpdatedAt: copy.source.updatedAt });
+      await this.options.store.delete(id, { ifUpdatedAt: updatedAt });
     } catch (error) {
-      if (!isTidemarkError(error) || error.code !== 'CONFLICT') throw error;
+      if (!isTidemarkError(error, 'CONFLICT')) throw error;
       throw new TidemarkError(
         'CONFLICT',
-        `session ${id}: changed while it was being moved to the trash; it stays in ${storeAddress}`,
+        `session ${id}: changed while it was being moved to the trash; it stays in ${this.options.storeAddress}`,
         { sessionId: id, cause: error },
       );
     }
-    return this.entryOf((await trash.load(id)).summary);
   }
 }
 

@@ -176,7 +176,7 @@ describe('trash', () => {
     const { store, lifecycle } = await setup();
     await seed(store, 's1', '/p', { title: 'my work', attrs: { model: 'x', n: 1 } });
     const before = await store.load('s1');
-    const entry = await lifecycle.delete('s1');
+    const entry = (await lifecycle.delete('s1'))!;
     expect(entry.reason).toBe('deleted');
     expect(entry.summary.attrs).toEqual({ model: 'x', n: 1 });
     expect(await store.has('s1')).toBe(false);
