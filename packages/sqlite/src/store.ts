@@ -62,7 +62,7 @@ import {
   type SessionRow,
   summaryColumns,
 } from './rows.js';
-import { migrate, SQLITE_SCHEMA_VERSION } from './schema.js';
+import { migrate, refuseUnknown, SQLITE_SCHEMA_VERSION } from './schema.js';
 
 /** Options of {@link openSqliteStore}. */
 export interface SqliteStoreOptions extends StoreOptions {
@@ -724,6 +724,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
         throw toIoError(lstatError, `opening ${file}`);
       throw error;
     }
+    // Refuse a newer or foreign database while it is untouched: switching to WAL rewrites its header.
+    refuseUnknown(db, file, step);
     if (!memory) {
       step?.('PRAGMA journal_mode');
       const mode = db.pragma('journal_mode = WAL', { simple: true });
