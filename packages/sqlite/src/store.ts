@@ -143,6 +143,13 @@ function prepareStatements(db: Database.Database) {
     rollback: db.prepare('ROLLBACK'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
+    // One statement, so one snapshot: never CORRUPT for a session another connection creates
+    // between a caller's look at `sessions` and this one.
+    orphanEvents: db
+      .prepare<[{ id: string }], number>(
+        'SELECT 1 FROM events WHERE session_id = @id AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = @id) LIMIT 1',
+      )
+      .pluck(),
     updatedAtOf: db.prepare<[string], unknown>('SELECT updated_at FROM sessions WHERE id = ?').pluck(),
     appendHead: db
       .prepare<[{ id: string }]>(
@@ -190,6 +197,20 @@ function prepareStatements(db: Database.Database) {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
+
+/**
+ * The answer for a session whose `sessions` row is missing while `events` still holds its rows:
+ * the row (or its key) is damaged, which is CORRUPT with the row's location, never absence.
+ */
+function sessionRowDamaged(file: string, id: string): TidemarkError {
+  return errors.corrupt(
+    `session ${id}: table sessions of ${file} has no row id=${id}, but table events still holds its events, ` +
+      'so the sessions row is damaged. Run `tidemark verify` (verifySqliteStore) to locate the damage, then ' +
+      '`tidemark repair` (repairSqliteStore), which fixes it or says to restore a backup',
+    { file, table: 'sessions', row: `id=${id}` },
+    id,
+  );
+}
 
 /** The connection behind each store, for tests that check per-connection settings. @internal */
 export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMap();
@@ -276,6 +297,28 @@ class SqliteStore implements SessionStore {
     }
   }
 
+  /**
+   * For an id whose `sessions` row was not found: throws CORRUPT when `events` still holds rows for
+   * it (a damaged row or key), so that damage is never answered as absence. Runs only on the
+   * not-found path; inside a transaction the caller's snapshot is used, outside one use
+   * {@link assertAbsent}.
+   */
+  private assertNoOrphanEvents(id: string): void {
+    this.step('SELECT events', id);
+    if (this.stmts.orphanEvents.get({ id }) !== undefined) throw sessionRowDamaged(this.file, id);
+  }
+
+  /** {@link assertNoOrphanEvents} as its own statement, outside a transaction. */
+  private assertAbsent(context: SqliteErrorContext, id: string): void {
+    this.assertOpen();
+    try {
+      this.settle();
+      this.assertNoOrphanEvents(id);
+    } catch (error) {
+      throw mapSqliteError(error, context);
+    }
+  }
+
   /** Runs one statement outside a transaction, mapping its errors. */
   private run<T>(context: SqliteErrorContext, step: SqliteStorageStep, work: () => T): T {
     this.assertOpen();
@@ -291,12 +334,10 @@ class SqliteStore implements SessionStore {
   async create(init?: CreateInit): Promise<SessionMeta> {
     this.assertOpen();
     const { meta, patch } = validateCreate(init, generateId);
-    const exists = this.run(
-      this.context(`creating session ${meta.id}`, meta.id, 'sessions'),
-      'SELECT sessions',
-      () => this.stmts.hasSession.get(meta.id),
-    );
+    const context = this.context(`creating session ${meta.id}`, meta.id, 'sessions');
+    const exists = this.run(context, 'SELECT sessions', () => this.stmts.hasSession.get(meta.id));
     if (exists !== undefined || this.pending.has(meta.id)) throw errors.alreadyExists(meta.id);
+    this.assertAbsent(context, meta.id);
     this.pending.set(meta.id, { meta, patch });
     return { ...structuredClone(meta), formatVersion: SQLITE_SCHEMA_VERSION };
   }
@@ -317,7 +358,11 @@ class SqliteStore implements SessionStore {
         this.step('SELECT sessions', id);
         const row = this.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
         const pending = this.pending.get(id);
-        if (row === undefined && pending === undefined) throw errors.notFound(id);
+        if (row === undefined) {
+          // Also with a reservation: its first batch would otherwise collide with the orphaned rows.
+          this.assertNoOrphanEvents(id);
+          if (pending === undefined) throw errors.notFound(id);
+        }
         let nextSeq = 0;
         let summary: SessionSummary | undefined;
         if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, this.file));
@@ -414,7 +459,10 @@ class SqliteStore implements SessionStore {
     return this.transaction(tail === 'cut' ? 'write' : 'read', context, () => {
       this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
-      if (row === undefined) throw errors.notFound(id);
+      if (row === undefined) {
+        this.assertNoOrphanEvents(id);
+        throw errors.notFound(id);
+      }
       let summary = rowToSummary(row, this.file);
       const meta = rowToMeta(row, this.file);
       if (meta.formatVersion > SQLITE_SCHEMA_VERSION)
@@ -464,7 +512,10 @@ class SqliteStore implements SessionStore {
         const { fromSeq, toSeq } = validateRange(range);
         const context = self.context(`reading session ${id}`, id, 'events');
         const row = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-        if (row === undefined) throw errors.notFound(id);
+        if (row === undefined) {
+          self.assertAbsent(context, id);
+          throw errors.notFound(id);
+        }
         let end = Math.min(toSeq, rowToSummary(row, self.file).eventCount - 1);
         let next = fromSeq;
         // Paged by seq: each page is one short query, so no statement stays open across a yield
@@ -565,11 +616,10 @@ class SqliteStore implements SessionStore {
   async has(id: string): Promise<boolean> {
     this.assertOpen();
     assertValidId(id);
-    return (
-      this.run(this.context(`looking up session ${id}`, id, 'sessions'), 'SELECT sessions', () =>
-        this.stmts.hasSession.get(id),
-      ) !== undefined
-    );
+    const context = this.context(`looking up session ${id}`, id, 'sessions');
+    if (this.run(context, 'SELECT sessions', () => this.stmts.hasSession.get(id)) !== undefined) return true;
+    this.assertAbsent(context, id);
+    return false;
   }
 
   async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
@@ -579,7 +629,10 @@ class SqliteStore implements SessionStore {
     const stored = this.transaction('write', this.context(`updating session ${id}`, id, 'sessions'), () => {
       this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
-      if (row === undefined) return undefined;
+      if (row === undefined) {
+        this.assertNoOrphanEvents(id);
+        return undefined;
+      }
       const current = rowToSummary(row, this.file);
       const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
       this.step('UPDATE sessions', id);
@@ -609,9 +662,13 @@ class SqliteStore implements SessionStore {
       }
       // Events first, in the same transaction: no reader ever sees a header without its log.
       this.step('DELETE events', id);
-      this.stmts.deleteEvents.run(id);
+      const deletedEvents = this.stmts.deleteEvents.run(id).changes;
       this.step('DELETE sessions', id);
-      return this.stmts.deleteSession.run(id).changes > 0;
+      const existed = this.stmts.deleteSession.run(id).changes > 0;
+      // Events without their sessions row: the row is damaged. Throwing rolls the delete back, so
+      // the events are kept for repair rather than destroyed under a NOT_FOUND.
+      if (!existed && deletedEvents > 0) throw sessionRowDamaged(this.file, id);
+      return existed;
     });
     const wasPending = this.pending.delete(id);
     if (!existed && !wasPending) throw errors.notFound(id);
