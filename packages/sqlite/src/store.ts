@@ -57,6 +57,7 @@ import {
   decodeEventRows,
   type EventRow,
   eventChecksum,
+  eventRowKey,
   rowToMeta,
   rowToSummary,
   type SessionRow,
@@ -117,6 +118,21 @@ type StepHook = (step: SqliteStorageStep, id?: string) => void;
 
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
+
+/** Where a `read` stream stands: the log it reads (its `created_at`) and the last event it yielded. */
+interface ReadPosition {
+  createdAt: string;
+  lastSeq: number;
+  lastCrc: unknown;
+}
+
+/** One page of `read`; `done` when no page follows. */
+interface ReadPage {
+  events: SessionEvent[];
+  done: boolean;
+  createdAt: string;
+  lastCrc: unknown;
+}
 
 interface Pending {
   meta: Omit<SessionMeta, 'formatVersion'>;
@@ -180,6 +196,9 @@ function prepareStatements(db: Database.Database) {
         'SELECT seq, type, time, data, crc FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq',
       )
       .raw(),
+    crcAt: db
+      .prepare<[string, number], unknown>('SELECT crc FROM events WHERE session_id = ? AND seq = ?')
+      .pluck(),
     allEvents: db
       .prepare<[string]>('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
       .raw(),
@@ -511,64 +530,84 @@ class SqliteStore implements SessionStore {
         assertValidId(id);
         const { fromSeq, toSeq } = validateRange(range);
         const context = self.context(`reading session ${id}`, id, 'events');
-        const row = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-        if (row === undefined) {
-          self.assertAbsent(context, id);
-          throw errors.notFound(id);
-        }
-        let end = Math.min(toSeq, rowToSummary(row, self.file).eventCount - 1);
         let next = fromSeq;
-        // Paged by seq: each page is one short query, so no statement stays open across a yield
-        // (an open iterator would hold the connection busy for every other call).
-        while (next <= end) {
-          const last = Math.min(end, next + READ_PAGE_SIZE - 1);
-          const rows = self.run(
-            context,
-            'SELECT events',
-            () => self.stmts.eventRange.all(id, next, last) as EventRow[],
-          );
-          const page = decodeEventRows(id, rows, next, self.file);
-          if (page.length < last - next + 1) {
-            // Short page: either the log shrank meanwhile (delete, tail cut) or rows are missing.
-            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-            if (now === undefined) throw errors.notFound(id);
-            const count = rowToSummary(now, self.file).eventCount;
-            if (count > next + page.length) {
-              const missing = next + page.length;
-              throw errors.corrupt(
-                `session ${id}: seq ${missing} is missing from table events of ${self.file}`,
-                { file: self.file, table: 'events', row: `session_id=${id} seq=${missing}`, seq: missing },
-                id,
-              );
-            }
-            end = next + page.length - 1;
-          }
-          for (const event of page) yield event;
-          next += page.length;
-          if (page.length === 0) break;
-        }
-        if (toSeq >= next) {
-          // Past the counted events: a stored row there means the summary undercounts the log,
-          // which load reports as CORRUPT; read must not stream a silently shortened history.
-          const beyond = self.run(
-            context,
-            'SELECT events',
-            () => self.stmts.eventRange.all(id, next, next) as EventRow[],
-          );
-          if (beyond.length > 0) {
-            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-            const count = now === undefined ? 0 : rowToSummary(now, self.file).eventCount;
-            if (count <= next) {
-              throw errors.corrupt(
-                `session ${id}: the summary counts ${count} events but the log holds seq ${next} in ${self.file}`,
-                { file: self.file, table: 'events', row: `session_id=${id}`, seq: next },
-                id,
-              );
-            }
-          }
+        let seen: ReadPosition | undefined;
+        // Paged by seq, each page one short read transaction: a consistent snapshot of the summary
+        // row and the page, with no statement or transaction open across a yield (either would
+        // hold the connection for every other call of this instance).
+        for (;;) {
+          const page = self.transaction('read', context, () => self.readPage(id, next, toSeq, seen));
+          if (page === undefined) return; // the log was deleted or rewritten under this stream
+          for (const event of page.events) yield event;
+          if (page.done) return;
+          next += page.events.length;
+          seen = { createdAt: page.createdAt, lastSeq: next - 1, lastCrc: page.lastCrc };
         }
       },
     };
+  }
+
+  /**
+   * One page of `read`, inside the caller's read transaction: events `next`.. (at most
+   * {@link READ_PAGE_SIZE}, at most `toSeq`), checked against the summary row of the same snapshot.
+   * `undefined` when the log this stream has been reading is gone: the sessions row is deleted, its
+   * `created_at` changed (deleted and created again), or the last event yielded is missing or
+   * different (a tail cut below the reader, maybe followed by new appends). Going on would splice
+   * two logs into a history that never existed.
+   */
+  private readPage(
+    id: string,
+    next: number,
+    toSeq: number,
+    seen: ReadPosition | undefined,
+  ): ReadPage | undefined {
+    this.step('SELECT sessions', id);
+    const row = this.stmts.getSession.get(id);
+    if (row === undefined) {
+      if (seen !== undefined) return undefined;
+      this.assertNoOrphanEvents(id);
+      throw errors.notFound(id);
+    }
+    const count = rowToSummary(row, this.file).eventCount;
+    const createdAt = String(row.created_at);
+    if (seen !== undefined) {
+      if (createdAt !== seen.createdAt) return undefined;
+      this.step('SELECT events', id);
+      if (this.stmts.crcAt.get(id, seen.lastSeq) !== seen.lastCrc) return undefined;
+    }
+    const end = Math.min(toSeq, count - 1);
+    let events: SessionEvent[] = [];
+    let lastCrc: unknown;
+    if (next <= end) {
+      const last = Math.min(end, next + READ_PAGE_SIZE - 1);
+      this.step('SELECT events', id);
+      const rows = this.stmts.eventRange.all(id, next, last) as EventRow[];
+      events = decodeEventRows(id, rows, next, this.file);
+      if (events.length < last - next + 1) {
+        // The summary of this same snapshot counts the row: it is missing, not deleted meanwhile.
+        const missing = next + events.length;
+        throw errors.corrupt(
+          `session ${id}: seq ${missing} is missing from table events of ${this.file}`,
+          { file: this.file, table: 'events', row: eventRowKey(id, missing), seq: missing },
+          id,
+        );
+      }
+      lastCrc = rows[rows.length - 1]![4];
+    }
+    const done = next + events.length > end;
+    if (done && toSeq >= count) {
+      // Past the counted events: a stored row there means the summary undercounts the log, which
+      // load reports as CORRUPT; read must not stream a silently shortened history.
+      this.step('SELECT events', id);
+      if (this.stmts.crcAt.get(id, count) !== undefined) {
+        throw errors.corrupt(
+          `session ${id}: the summary counts ${count} events but the log holds seq ${count} in ${this.file}`,
+          { file: this.file, table: 'events', row: `session_id=${id}`, seq: count },
+          id,
+        );
+      }
+    }
+    return { events, done, createdAt, lastCrc };
   }
 
   async list(query?: ListQuery): Promise<SessionPage> {
