@@ -2,7 +2,7 @@
 // connection, run inside an async method (see README: "Sync driver, async store"). Nothing awaits
 // inside a transaction, so two calls of one instance never interleave; other instances and
 // processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
-import { closeSync, constants, lstatSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   type AppendResult,
@@ -64,6 +64,7 @@ import {
   summaryColumns,
 } from './rows.js';
 import { migrate, refuseUnknown, SQLITE_SCHEMA_VERSION } from './schema.js';
+import { syncWalFile, walToSyncOnClose } from './wal.js';
 
 /** Options of {@link openSqliteStore}. */
 export interface SqliteStoreOptions extends StoreOptions {
@@ -231,6 +232,15 @@ function sessionRowDamaged(file: string, id: string): TidemarkError {
   );
 }
 
+/**
+ * File-system calls the store makes outside SQLite, replaceable through
+ * {@link openSqliteStoreWith} so that tests can observe or fail them. @internal
+ */
+export interface StoreInternals {
+  /** Syncs a descriptor (`fs.fsyncSync`); used by `close()` on the WAL in relaxed mode. */
+  fsync: (fd: number) => void;
+}
+
 /** The connection behind each store, for tests that check per-connection settings. @internal */
 export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMap();
 
@@ -246,6 +256,7 @@ class SqliteStore implements SessionStore {
     private readonly db: Database.Database,
     private readonly file: string,
     private readonly options: SqliteStoreOptions,
+    private readonly internals: StoreInternals,
   ) {
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.stmts = prepareStatements(db);
@@ -717,13 +728,26 @@ class SqliteStore implements SessionStore {
     if (this.closed) return;
     this.closed = true;
     this.pending.clear();
+    // Relaxed commits since the last boundary batch are in the WAL, unsynced. Closing the last
+    // connection would checkpoint and sync them, but another connection (a second instance,
+    // another process, a CLI) may keep the database open: sync the WAL here, so the loss window
+    // of `durability: 'relaxed'` ends at close() either way.
+    let syncError: unknown;
+    const wal = walToSyncOnClose(this.file, this.options.durability);
+    if (wal !== undefined) {
+      try {
+        syncWalFile(wal, this.internals.fsync);
+      } catch (error) {
+        syncError = error;
+      }
+    }
     try {
-      // Closing the last connection checkpoints the WAL into the database file and syncs it,
-      // which also ends the loss window of `durability: 'relaxed'`.
       this.db.close();
     } catch (error) {
       throw mapSqliteError(error, this.context('closing the database'));
     }
+    // After closing the connection, so that a failed sync leaks no handle; the store is closed.
+    if (syncError !== undefined) throw toIoError(syncError, `closing ${this.file}`);
   }
 }
 
@@ -803,6 +827,17 @@ function prepareFile(file: string): { lstatError?: unknown } {
  * schema). An unreadable database is never presented as an empty one.
  */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SessionStore> {
+  return openSqliteStoreWith(options, { fsync: fsyncSync });
+}
+
+/**
+ * {@link openSqliteStore} with the file-system calls of {@link StoreInternals} replaced: for tests
+ * that observe or fail the WAL sync of `close()`. Not exported from the package. @internal
+ */
+export async function openSqliteStoreWith(
+  options: SqliteStoreOptions,
+  internals: StoreInternals,
+): Promise<SessionStore> {
   const o = validateOptions(options);
   const file = o.path;
   const memory = file === ':memory:';
@@ -837,7 +872,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
       db.pragma(`max_page_count = ${o.maxPageCount}`);
     }
     migrate(db, file, step);
-    const store = new SqliteStore(db, file, o);
+    const store = new SqliteStore(db, file, o, internals);
     connectionOf.set(store, db);
     return store;
   } catch (error) {
