@@ -77,20 +77,21 @@ export type MigrationPlan =
   | { kind: 'current' }
   | { kind: 'migrate'; from: number; to: number }
   | { kind: 'newer'; found: number }
-  | { kind: 'foreign'; applicationId: number };
+  | { kind: 'foreign'; applicationId: number; userVersion: number };
 
 /**
  * Decides what to do with a database from its `user_version` and `application_id` (pure).
  * A fresh file has both at 0. A database stamped with another application's id is refused rather
- * than written into.
+ * than written into, and so is one with a `user_version` but no application id: every version
+ * tidemark ever wrote stamps both in the same transaction, so that is another program's database.
  */
 export function planMigration(
   userVersion: number,
   applicationId: number,
   known = SQLITE_SCHEMA_VERSION,
 ): MigrationPlan {
-  if (applicationId !== 0 && applicationId !== SQLITE_APPLICATION_ID)
-    return { kind: 'foreign', applicationId };
+  if (applicationId !== SQLITE_APPLICATION_ID && (applicationId !== 0 || userVersion !== 0))
+    return { kind: 'foreign', applicationId, userVersion };
   if (userVersion > known) return { kind: 'newer', found: userVersion };
   if (userVersion === known && applicationId === SQLITE_APPLICATION_ID) return { kind: 'current' };
   return { kind: 'migrate', from: userVersion, to: known };
@@ -110,12 +111,28 @@ function headerOf(
 function refuse(plan: MigrationPlan, file: string): never {
   if (plan.kind === 'newer') throw errors.unsupportedFormat(plan.found, SQLITE_SCHEMA_VERSION);
   if (plan.kind === 'foreign') {
-    throw new TidemarkError(
-      'UNSUPPORTED_FORMAT',
-      `${file} belongs to another application (application_id ${plan.applicationId}); tidemark will not write into it`,
-    );
+    const whose =
+      plan.applicationId === 0
+        ? `is not a tidemark database (user_version ${plan.userVersion} without tidemark's application_id)`
+        : `belongs to another application (application_id ${plan.applicationId})`;
+    throw new TidemarkError('UNSUPPORTED_FORMAT', `${file} ${whose}; tidemark will not write into it`);
   }
   throw new Error(`unreachable: ${plan.kind}`);
+}
+
+/**
+ * Reads the version header and throws UNSUPPORTED_FORMAT for a newer or foreign database, before
+ * anything is written: the caller runs it before `PRAGMA journal_mode = WAL`, which would rewrite
+ * the file header of a database it then refuses. Lets driver errors through for the caller to map.
+ */
+export function refuseUnknown(
+  db: Database.Database,
+  file: string,
+  step?: (name: 'PRAGMA user_version') => void,
+): void {
+  const head = headerOf(db, step);
+  const plan = planMigration(head.userVersion, head.applicationId);
+  if (plan.kind !== 'current' && plan.kind !== 'migrate') refuse(plan, file);
 }
 
 /**

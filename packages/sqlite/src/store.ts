@@ -2,7 +2,7 @@
 // connection, run inside an async method (see README: "Sync driver, async store"). Nothing awaits
 // inside a transaction, so two calls of one instance never interleave; other instances and
 // processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
-import { closeSync, constants, lstatSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import {
   type AppendResult,
@@ -57,12 +57,14 @@ import {
   decodeEventRows,
   type EventRow,
   eventChecksum,
+  eventRowKey,
   rowToMeta,
   rowToSummary,
   type SessionRow,
   summaryColumns,
 } from './rows.js';
-import { migrate, SQLITE_SCHEMA_VERSION } from './schema.js';
+import { migrate, refuseUnknown, SQLITE_SCHEMA_VERSION } from './schema.js';
+import { syncWalFile, walToSyncOnClose } from './wal.js';
 
 /** Options of {@link openSqliteStore}. */
 export interface SqliteStoreOptions extends StoreOptions {
@@ -118,6 +120,21 @@ type StepHook = (step: SqliteStorageStep, id?: string) => void;
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
 
+/** Where a `read` stream stands: the log it reads (its `created_at`) and the last event it yielded. */
+interface ReadPosition {
+  createdAt: string;
+  lastSeq: number;
+  lastCrc: unknown;
+}
+
+/** One page of `read`; `done` when no page follows. */
+interface ReadPage {
+  events: SessionEvent[];
+  done: boolean;
+  createdAt: string;
+  lastCrc: unknown;
+}
+
 interface Pending {
   meta: Omit<SessionMeta, 'formatVersion'>;
   patch: SummaryPatch;
@@ -143,6 +160,13 @@ function prepareStatements(db: Database.Database) {
     rollback: db.prepare('ROLLBACK'),
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
+    // One statement, so one snapshot: never CORRUPT for a session another connection creates
+    // between a caller's look at `sessions` and this one.
+    orphanEvents: db
+      .prepare<[{ id: string }], number>(
+        'SELECT 1 FROM events WHERE session_id = @id AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = @id) LIMIT 1',
+      )
+      .pluck(),
     updatedAtOf: db.prepare<[string], unknown>('SELECT updated_at FROM sessions WHERE id = ?').pluck(),
     appendHead: db
       .prepare<[{ id: string }]>(
@@ -173,6 +197,9 @@ function prepareStatements(db: Database.Database) {
         'SELECT seq, type, time, data, crc FROM events WHERE session_id = ? AND seq >= ? AND seq <= ? ORDER BY seq',
       )
       .raw(),
+    crcAt: db
+      .prepare<[string, number], unknown>('SELECT crc FROM events WHERE session_id = ? AND seq = ?')
+      .pluck(),
     allEvents: db
       .prepare<[string]>('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
       .raw(),
@@ -191,6 +218,29 @@ function prepareStatements(db: Database.Database) {
 
 type Statements = ReturnType<typeof prepareStatements>;
 
+/**
+ * The answer for a session whose `sessions` row is missing while `events` still holds its rows:
+ * the row (or its key) is damaged, which is CORRUPT with the row's location, never absence.
+ */
+function sessionRowDamaged(file: string, id: string): TidemarkError {
+  return errors.corrupt(
+    `session ${id}: table sessions of ${file} has no row id=${id}, but table events still holds its events, ` +
+      'so the sessions row is damaged. Run `tidemark verify` (verifySqliteStore) to locate the damage, then ' +
+      '`tidemark repair` (repairSqliteStore), which fixes it or says to restore a backup',
+    { file, table: 'sessions', row: `id=${id}` },
+    id,
+  );
+}
+
+/**
+ * File-system calls the store makes outside SQLite, replaceable through
+ * {@link openSqliteStoreWith} so that tests can observe or fail them. @internal
+ */
+export interface StoreInternals {
+  /** Syncs a descriptor (`fs.fsyncSync`); used by `close()` on the WAL in relaxed mode. */
+  fsync: (fd: number) => void;
+}
+
 /** The connection behind each store, for tests that check per-connection settings. @internal */
 export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMap();
 
@@ -206,6 +256,7 @@ class SqliteStore implements SessionStore {
     private readonly db: Database.Database,
     private readonly file: string,
     private readonly options: SqliteStoreOptions,
+    private readonly internals: StoreInternals,
   ) {
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.stmts = prepareStatements(db);
@@ -276,6 +327,28 @@ class SqliteStore implements SessionStore {
     }
   }
 
+  /**
+   * For an id whose `sessions` row was not found: throws CORRUPT when `events` still holds rows for
+   * it (a damaged row or key), so that damage is never answered as absence. Runs only on the
+   * not-found path; inside a transaction the caller's snapshot is used, outside one use
+   * {@link assertAbsent}.
+   */
+  private assertNoOrphanEvents(id: string): void {
+    this.step('SELECT events', id);
+    if (this.stmts.orphanEvents.get({ id }) !== undefined) throw sessionRowDamaged(this.file, id);
+  }
+
+  /** {@link assertNoOrphanEvents} as its own statement, outside a transaction. */
+  private assertAbsent(context: SqliteErrorContext, id: string): void {
+    this.assertOpen();
+    try {
+      this.settle();
+      this.assertNoOrphanEvents(id);
+    } catch (error) {
+      throw mapSqliteError(error, context);
+    }
+  }
+
   /** Runs one statement outside a transaction, mapping its errors. */
   private run<T>(context: SqliteErrorContext, step: SqliteStorageStep, work: () => T): T {
     this.assertOpen();
@@ -291,12 +364,10 @@ class SqliteStore implements SessionStore {
   async create(init?: CreateInit): Promise<SessionMeta> {
     this.assertOpen();
     const { meta, patch } = validateCreate(init, generateId);
-    const exists = this.run(
-      this.context(`creating session ${meta.id}`, meta.id, 'sessions'),
-      'SELECT sessions',
-      () => this.stmts.hasSession.get(meta.id),
-    );
+    const context = this.context(`creating session ${meta.id}`, meta.id, 'sessions');
+    const exists = this.run(context, 'SELECT sessions', () => this.stmts.hasSession.get(meta.id));
     if (exists !== undefined || this.pending.has(meta.id)) throw errors.alreadyExists(meta.id);
+    this.assertAbsent(context, meta.id);
     this.pending.set(meta.id, { meta, patch });
     return { ...structuredClone(meta), formatVersion: SQLITE_SCHEMA_VERSION };
   }
@@ -317,7 +388,11 @@ class SqliteStore implements SessionStore {
         this.step('SELECT sessions', id);
         const row = this.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
         const pending = this.pending.get(id);
-        if (row === undefined && pending === undefined) throw errors.notFound(id);
+        if (row === undefined) {
+          // Also with a reservation: its first batch would otherwise collide with the orphaned rows.
+          this.assertNoOrphanEvents(id);
+          if (pending === undefined) throw errors.notFound(id);
+        }
         let nextSeq = 0;
         let summary: SessionSummary | undefined;
         if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, this.file));
@@ -414,7 +489,10 @@ class SqliteStore implements SessionStore {
     return this.transaction(tail === 'cut' ? 'write' : 'read', context, () => {
       this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
-      if (row === undefined) throw errors.notFound(id);
+      if (row === undefined) {
+        this.assertNoOrphanEvents(id);
+        throw errors.notFound(id);
+      }
       let summary = rowToSummary(row, this.file);
       const meta = rowToMeta(row, this.file);
       if (meta.formatVersion > SQLITE_SCHEMA_VERSION)
@@ -463,61 +541,84 @@ class SqliteStore implements SessionStore {
         assertValidId(id);
         const { fromSeq, toSeq } = validateRange(range);
         const context = self.context(`reading session ${id}`, id, 'events');
-        const row = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-        if (row === undefined) throw errors.notFound(id);
-        let end = Math.min(toSeq, rowToSummary(row, self.file).eventCount - 1);
         let next = fromSeq;
-        // Paged by seq: each page is one short query, so no statement stays open across a yield
-        // (an open iterator would hold the connection busy for every other call).
-        while (next <= end) {
-          const last = Math.min(end, next + READ_PAGE_SIZE - 1);
-          const rows = self.run(
-            context,
-            'SELECT events',
-            () => self.stmts.eventRange.all(id, next, last) as EventRow[],
-          );
-          const page = decodeEventRows(id, rows, next, self.file);
-          if (page.length < last - next + 1) {
-            // Short page: either the log shrank meanwhile (delete, tail cut) or rows are missing.
-            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-            if (now === undefined) throw errors.notFound(id);
-            const count = rowToSummary(now, self.file).eventCount;
-            if (count > next + page.length) {
-              const missing = next + page.length;
-              throw errors.corrupt(
-                `session ${id}: seq ${missing} is missing from table events of ${self.file}`,
-                { file: self.file, table: 'events', row: `session_id=${id} seq=${missing}`, seq: missing },
-                id,
-              );
-            }
-            end = next + page.length - 1;
-          }
-          for (const event of page) yield event;
-          next += page.length;
-          if (page.length === 0) break;
-        }
-        if (toSeq >= next) {
-          // Past the counted events: a stored row there means the summary undercounts the log,
-          // which load reports as CORRUPT; read must not stream a silently shortened history.
-          const beyond = self.run(
-            context,
-            'SELECT events',
-            () => self.stmts.eventRange.all(id, next, next) as EventRow[],
-          );
-          if (beyond.length > 0) {
-            const now = self.run(context, 'SELECT sessions', () => self.stmts.getSession.get(id));
-            const count = now === undefined ? 0 : rowToSummary(now, self.file).eventCount;
-            if (count <= next) {
-              throw errors.corrupt(
-                `session ${id}: the summary counts ${count} events but the log holds seq ${next} in ${self.file}`,
-                { file: self.file, table: 'events', row: `session_id=${id}`, seq: next },
-                id,
-              );
-            }
-          }
+        let seen: ReadPosition | undefined;
+        // Paged by seq, each page one short read transaction: a consistent snapshot of the summary
+        // row and the page, with no statement or transaction open across a yield (either would
+        // hold the connection for every other call of this instance).
+        for (;;) {
+          const page = self.transaction('read', context, () => self.readPage(id, next, toSeq, seen));
+          if (page === undefined) return; // the log was deleted or rewritten under this stream
+          for (const event of page.events) yield event;
+          if (page.done) return;
+          next += page.events.length;
+          seen = { createdAt: page.createdAt, lastSeq: next - 1, lastCrc: page.lastCrc };
         }
       },
     };
+  }
+
+  /**
+   * One page of `read`, inside the caller's read transaction: events `next`.. (at most
+   * {@link READ_PAGE_SIZE}, at most `toSeq`), checked against the summary row of the same snapshot.
+   * `undefined` when the log this stream has been reading is gone: the sessions row is deleted, its
+   * `created_at` changed (deleted and created again), or the last event yielded is missing or
+   * different (a tail cut below the reader, maybe followed by new appends). Going on would splice
+   * two logs into a history that never existed.
+   */
+  private readPage(
+    id: string,
+    next: number,
+    toSeq: number,
+    seen: ReadPosition | undefined,
+  ): ReadPage | undefined {
+    this.step('SELECT sessions', id);
+    const row = this.stmts.getSession.get(id);
+    if (row === undefined) {
+      if (seen !== undefined) return undefined;
+      this.assertNoOrphanEvents(id);
+      throw errors.notFound(id);
+    }
+    const count = rowToSummary(row, this.file).eventCount;
+    const createdAt = String(row.created_at);
+    if (seen !== undefined) {
+      if (createdAt !== seen.createdAt) return undefined;
+      this.step('SELECT events', id);
+      if (this.stmts.crcAt.get(id, seen.lastSeq) !== seen.lastCrc) return undefined;
+    }
+    const end = Math.min(toSeq, count - 1);
+    let events: SessionEvent[] = [];
+    let lastCrc: unknown;
+    if (next <= end) {
+      const last = Math.min(end, next + READ_PAGE_SIZE - 1);
+      this.step('SELECT events', id);
+      const rows = this.stmts.eventRange.all(id, next, last) as EventRow[];
+      events = decodeEventRows(id, rows, next, this.file);
+      if (events.length < last - next + 1) {
+        // The summary of this same snapshot counts the row: it is missing, not deleted meanwhile.
+        const missing = next + events.length;
+        throw errors.corrupt(
+          `session ${id}: seq ${missing} is missing from table events of ${this.file}`,
+          { file: this.file, table: 'events', row: eventRowKey(id, missing), seq: missing },
+          id,
+        );
+      }
+      lastCrc = rows[rows.length - 1]![4];
+    }
+    const done = next + events.length > end;
+    if (done && toSeq >= count) {
+      // Past the counted events: a stored row there means the summary undercounts the log, which
+      // load reports as CORRUPT; read must not stream a silently shortened history.
+      this.step('SELECT events', id);
+      if (this.stmts.crcAt.get(id, count) !== undefined) {
+        throw errors.corrupt(
+          `session ${id}: the summary counts ${count} events but the log holds seq ${count} in ${this.file}`,
+          { file: this.file, table: 'events', row: `session_id=${id}`, seq: count },
+          id,
+        );
+      }
+    }
+    return { events, done, createdAt, lastCrc };
   }
 
   async list(query?: ListQuery): Promise<SessionPage> {
@@ -565,11 +666,10 @@ class SqliteStore implements SessionStore {
   async has(id: string): Promise<boolean> {
     this.assertOpen();
     assertValidId(id);
-    return (
-      this.run(this.context(`looking up session ${id}`, id, 'sessions'), 'SELECT sessions', () =>
-        this.stmts.hasSession.get(id),
-      ) !== undefined
-    );
+    const context = this.context(`looking up session ${id}`, id, 'sessions');
+    if (this.run(context, 'SELECT sessions', () => this.stmts.hasSession.get(id)) !== undefined) return true;
+    this.assertAbsent(context, id);
+    return false;
   }
 
   async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
@@ -579,7 +679,10 @@ class SqliteStore implements SessionStore {
     const stored = this.transaction('write', this.context(`updating session ${id}`, id, 'sessions'), () => {
       this.step('SELECT sessions', id);
       const row = this.stmts.getSession.get(id);
-      if (row === undefined) return undefined;
+      if (row === undefined) {
+        this.assertNoOrphanEvents(id);
+        return undefined;
+      }
       const current = rowToSummary(row, this.file);
       const next = applyPatch(current, valid, nextUpdatedAt(current.updatedAt));
       this.step('UPDATE sessions', id);
@@ -609,9 +712,13 @@ class SqliteStore implements SessionStore {
       }
       // Events first, in the same transaction: no reader ever sees a header without its log.
       this.step('DELETE events', id);
-      this.stmts.deleteEvents.run(id);
+      const deletedEvents = this.stmts.deleteEvents.run(id).changes;
       this.step('DELETE sessions', id);
-      return this.stmts.deleteSession.run(id).changes > 0;
+      const existed = this.stmts.deleteSession.run(id).changes > 0;
+      // Events without their sessions row: the row is damaged. Throwing rolls the delete back, so
+      // the events are kept for repair rather than destroyed under a NOT_FOUND.
+      if (!existed && deletedEvents > 0) throw sessionRowDamaged(this.file, id);
+      return existed;
     });
     const wasPending = this.pending.delete(id);
     if (!existed && !wasPending) throw errors.notFound(id);
@@ -621,13 +728,26 @@ class SqliteStore implements SessionStore {
     if (this.closed) return;
     this.closed = true;
     this.pending.clear();
+    // Relaxed commits since the last boundary batch are in the WAL, unsynced. Closing the last
+    // connection would checkpoint and sync them, but another connection (a second instance,
+    // another process, a CLI) may keep the database open: sync the WAL here, so the loss window
+    // of `durability: 'relaxed'` ends at close() either way.
+    let syncError: unknown;
+    const wal = walToSyncOnClose(this.file, this.options.durability);
+    if (wal !== undefined) {
+      try {
+        syncWalFile(wal, this.internals.fsync);
+      } catch (error) {
+        syncError = error;
+      }
+    }
     try {
-      // Closing the last connection checkpoints the WAL into the database file and syncs it,
-      // which also ends the loss window of `durability: 'relaxed'`.
       this.db.close();
     } catch (error) {
       throw mapSqliteError(error, this.context('closing the database'));
     }
+    // After closing the connection, so that a failed sync leaks no handle; the store is closed.
+    if (syncError !== undefined) throw toIoError(syncError, `closing ${this.file}`);
   }
 }
 
@@ -707,6 +827,17 @@ function prepareFile(file: string): { lstatError?: unknown } {
  * schema). An unreadable database is never presented as an empty one.
  */
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<SessionStore> {
+  return openSqliteStoreWith(options, { fsync: fsyncSync });
+}
+
+/**
+ * {@link openSqliteStore} with the file-system calls of {@link StoreInternals} replaced: for tests
+ * that observe or fail the WAL sync of `close()`. Not exported from the package. @internal
+ */
+export async function openSqliteStoreWith(
+  options: SqliteStoreOptions,
+  internals: StoreInternals,
+): Promise<SessionStore> {
   const o = validateOptions(options);
   const file = o.path;
   const memory = file === ':memory:';
@@ -724,6 +855,8 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
         throw toIoError(lstatError, `opening ${file}`);
       throw error;
     }
+    // Refuse a newer or foreign database while it is untouched: switching to WAL rewrites its header.
+    refuseUnknown(db, file, step);
     if (!memory) {
       step?.('PRAGMA journal_mode');
       const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -739,7 +872,7 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
       db.pragma(`max_page_count = ${o.maxPageCount}`);
     }
     migrate(db, file, step);
-    const store = new SqliteStore(db, file, o);
+    const store = new SqliteStore(db, file, o, internals);
     connectionOf.set(store, db);
     return store;
   } catch (error) {

@@ -1,6 +1,6 @@
 // Shared test plumbing: a temp directory per test, events that are easy to recognise, and the
 // invariant checks every fault test ends with.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -9,6 +9,7 @@ import {
   type SessionStore,
   type TidemarkErrorCode,
 } from '@tidemark/core';
+import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { openSqliteStore, type SqliteStoreOptions } from '../src/index.js';
 
@@ -78,4 +79,26 @@ export async function assertInvariants(
   const result = await store.append(id, events(next, 1, 1, 'after-fault'));
   expect(result.nextSeq).toBe(next + 1);
   return loaded;
+}
+
+/**
+ * Changes the first byte of `text` where it is stored in the leaf page of b-tree `btree` (a table
+ * or an index) of a closed database file, to `replacement`: one damaged key in one b-tree, the
+ * page structure otherwise sound. Throws when the text is not in that page.
+ */
+export function damageKey(path: string, btree: string, text: string, replacement = 'c'): void {
+  const db = new Database(path, { readonly: true });
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  const page = db
+    .prepare(`SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'`)
+    .pluck()
+    .get(btree) as number | undefined;
+  db.close();
+  if (page === undefined) throw new Error(`no leaf page of ${btree}`);
+  const bytes = readFileSync(path);
+  const start = (page - 1) * pageSize;
+  const at = bytes.indexOf(text, start);
+  if (at < 0 || at >= start + pageSize) throw new Error(`${text} is not in page ${page} of ${btree}`);
+  bytes[at] = replacement.charCodeAt(0);
+  writeFileSync(path, bytes);
 }

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,9 +16,57 @@ describe('planMigration', () => {
       kind: 'newer',
       found: SQLITE_SCHEMA_VERSION + 1,
     });
-    expect(planMigration(1, 42)).toEqual({ kind: 'foreign', applicationId: 42 });
-    expect(planMigration(1, 0, 3)).toEqual({ kind: 'migrate', from: 1, to: 3 });
+    expect(planMigration(1, 42)).toEqual({ kind: 'foreign', applicationId: 42, userVersion: 1 });
+    expect(planMigration(1, SQLITE_APPLICATION_ID, 3)).toEqual({ kind: 'migrate', from: 1, to: 3 });
   });
+
+  // Every tidemark version stamps user_version and application_id in one transaction, so a
+  // user_version without the id is another program's database, not an old tidemark one.
+  it('treats a user_version without an application_id as foreign, and only 0/0 as fresh', () => {
+    expect(planMigration(1, 0)).toEqual({ kind: 'foreign', applicationId: 0, userVersion: 1 });
+    expect(planMigration(1, 0, 3)).toEqual({ kind: 'foreign', applicationId: 0, userVersion: 1 });
+    expect(planMigration(SQLITE_SCHEMA_VERSION + 1, 0)).toEqual({
+      kind: 'foreign',
+      applicationId: 0,
+      userVersion: SQLITE_SCHEMA_VERSION + 1,
+    });
+    expect(planMigration(0, 0, 3)).toEqual({ kind: 'migrate', from: 0, to: 3 });
+  });
+});
+
+/** Another program's database in rollback-journal mode, as it would hand one to us. */
+function otherProgramsDatabase(path: string, userVersion: number, applicationId: number): Buffer {
+  const db = new Database(path);
+  db.exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('mine')`);
+  db.pragma(`user_version = ${userVersion}`);
+  db.pragma(`application_id = ${applicationId}`);
+  db.close();
+  return readFileSync(path);
+}
+
+describe('a refused database is left untouched', () => {
+  it.each([
+    ['another application_id', 3, 0x12345678],
+    ['a newer tidemark user_version', SQLITE_SCHEMA_VERSION + 1, SQLITE_APPLICATION_ID],
+    ['a user_version without an application_id', 1, 0],
+  ])(
+    '%s: UNSUPPORTED_FORMAT naming the file, same bytes, still rollback-journal mode',
+    async (_, uv, appId) => {
+      const path = join(tempDir(), 'other.db');
+      const before = otherProgramsDatabase(path, uv, appId);
+      expect([before[18], before[19]]).toEqual([1, 1]); // header: rollback journal
+      const error = await rejectsWith(openSqliteStore({ path }), 'UNSUPPORTED_FORMAT');
+      if (appId !== SQLITE_APPLICATION_ID) expect(error.message).toContain(path);
+      const after = readFileSync(path);
+      expect([after[18], after[19]]).toEqual([1, 1]); // not switched to WAL
+      expect(after.equals(before)).toBe(true);
+      expect(existsSync(`${path}-wal`)).toBe(false);
+      const check = new Database(path, { readonly: true });
+      expect(check.pragma('application_id', { simple: true })).toBe(appId);
+      expect(check.prepare('SELECT body FROM notes').pluck().all()).toEqual(['mine']);
+      check.close();
+    },
+  );
 });
 
 describe('migrate', () => {

@@ -65,6 +65,7 @@ describe('beforeStorageStep', () => {
     expect(rec.steps).toEqual([
       'BEGIN IMMEDIATE',
       'SELECT sessions',
+      'SELECT events', // no sessions row yet: are there events without one (a damaged row)?
       'INSERT sessions',
       'INSERT events',
       'INSERT events',
