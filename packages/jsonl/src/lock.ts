@@ -2,20 +2,19 @@
 //
 // A writer holds `<id>.lock`, created exclusively ('wx') and holding its pid, host and a random
 // token, until it closes. Another process meeting a live lock gets CONFLICT (retryable). A lock
-// whose pid is dead (same host) is taken over under a second, short-lived lock, the takeover guard
-// `<id>.lock.takeover`: only its holder may remove a lock it did not create, and only after
-// reading it again and finding the very bytes it judged stale. Without the guard, two takers could
-// each remove "the stale lock" while one of them was already the fresh lock of a third writer,
-// leaving two writers of one session. Creating a lock needs no guard: it only succeeds on an
-// empty path (link, EEXIST).
+// whose pid is dead (same host) is taken over under a takeover guard, `<id>.lock.takeover.<token>`:
+// only a taker whose guard is the only live one removes a lock it did not create, and only after
+// reading it again and finding the very bytes it judged stale. Without it, two takers could each
+// remove "the stale lock" while one of them was already the fresh lock of a third writer, leaving
+// two writers of one session. Creating a lock needs no guard: it only succeeds on an empty path.
 // Inside one process, an idle holder hands its lock over to another store instance on request
 // (a busy one, with an append in flight, makes the requester fail with CONFLICT), so two
 // instances in one process behave like the reference model: sequential appends from both work,
 // and racing appends never both win a seq.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { dirname } from 'node:path';
-import { errnoOf, errors, type FileSystem, isENOENT, type TidemarkError, toIoError } from '@tidemark/core';
+import { basename, dirname, join } from 'node:path';
+import { errnoOf, errors, type FileSystem, type TidemarkError, toIoError } from '@tidemark/core';
 import { io, ioOrAbsent, quietly } from './errors.js';
 import { tempPath } from './layout.js';
 
@@ -93,8 +92,17 @@ export async function acquireLock(
   const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
   const content = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
   for (let attempt = 0; attempt < 4; attempt++) {
-    if (await tryCreate(fs, path, id, content)) {
-      liveTokens.set(record.token, holder);
+    // Registered before the lock exists: from the instant the link lands, another instance of
+    // this process that reads the lock must find its holder live, never "our pid, unknown token"
+    // (which it would take for a failed release and take over).
+    liveTokens.set(record.token, holder);
+    let created = false;
+    try {
+      created = await tryCreate(fs, path, id, content);
+    } finally {
+      if (!created) liveTokens.delete(record.token);
+    }
+    if (created) {
       return {
         path,
         token: record.token,
@@ -166,70 +174,74 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
   await takeOver(fs, path, id, bytes);
 }
 
-/** Tokens of takeover guards this process holds right now (a guard of ours not in here is stale). */
+/** Tokens of takeover guards this process holds right now (a guard of ours not in here is dead). */
 const liveGuards = new Set<string>();
 
 /**
- * Removes the stale lock at `path`, holding the takeover guard. Returns without removing anything
- * when the lock changed since it was judged stale (the caller looks at it again).
- * @throws TidemarkError CONFLICT (retryable) when another live taker holds the guard.
+ * A takeover that takes longer than this is presumed dead even if its pid lives (its guard was
+ * left by a failed removal, or the pid was reused): a takeover is a few system calls.
  */
-async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
-  const guard = `${path}.takeover`;
-  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
-  if (!(await tryCreate(fs, guard, id, Buffer.from(`${JSON.stringify(record)}\n`, 'utf8')))) {
-    await clearStaleGuard(fs, guard, id);
-    return;
-  }
-  liveGuards.add(record.token);
-  try {
-    // Under the guard nobody else removes the lock, and its dead holder cannot release it: if it
-    // still holds the stale bytes, it is the stale lock, and removing it wrongs no live writer.
-    const current = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
-    if (current === undefined || !Buffer.from(current).equals(Buffer.from(staleBytes))) return;
-    await ioOrAbsent(`removing stale lock ${path}`, id, () => fs.unlink(path));
-  } finally {
-    liveGuards.delete(record.token);
-    await quietly(() => releaseGuard(fs, guard, record.token, id));
-  }
-}
+export const TAKEOVER_GUARD_MAX_AGE_MS = 10_000;
 
 /**
- * Meets a takeover guard held by someone else: CONFLICT while its holder lives; removed when its
- * holder died inside a takeover (a window of a few system calls).
+ * Removes the stale lock at `path`, holding a takeover guard. Returns without removing anything
+ * when the lock changed since it was judged stale (the caller looks at it again).
+ *
+ * Guards are files `<lock>.takeover.<token>`, each created exclusively under a name of its own,
+ * so no taker ever has to remove another's guard to proceed. A taker creates its guard, then
+ * lists the guards: if any other is live it withdraws (CONFLICT, retryable). Of two takers, the
+ * one that listed second sees the other's guard, so at most one proceeds (create, then check).
+ * Dead guards (holder gone, or older than {@link TAKEOVER_GUARD_MAX_AGE_MS}) are ignored and
+ * removed, which is safe because nothing depends on their presence.
+ * @throws TidemarkError CONFLICT (retryable) when another live taker holds a guard.
  */
-async function clearStaleGuard(fs: FileSystem, guard: string, id: string): Promise<void> {
-  const bytes = await ioOrAbsent(`reading lock ${guard}`, id, () => fs.readFile(guard));
-  if (bytes === undefined) return; // finished meanwhile: look again
-  const record = parseRecord(bytes);
-  const live =
-    record !== undefined &&
-    (record.host !== HOST ||
-      (record.pid === process.pid ? liveGuards.has(record.token) : isProcessAlive(record.pid)));
-  if (live) throw errors.conflict(`session ${id} is being taken over by another writer (${guard})`, id, true);
-  // A dead taker's guard. It is moved aside and checked before it is dropped, so that a guard
-  // another taker created meanwhile is put back; the narrow race left here needs a taker killed
-  // inside its takeover and two others arriving within the same few system calls.
-  const aside = `${guard}.stale-${randomBytes(6).toString('hex')}`;
+async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
+  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
+  const prefix = `${basename(path)}${GUARD_INFIX}`;
+  const guard = join(dirname(path), `${prefix}${record.token}`);
+  liveGuards.add(record.token); // before the guard exists, as for locks
   try {
-    await fs.rename(guard, aside);
-  } catch (error) {
-    if (isENOENT(error)) return;
-    throw errorFor(error, `removing stale lock ${guard}`, id);
+    if (!(await tryCreate(fs, guard, id, Buffer.from(`${JSON.stringify(record)}\n`, 'utf8'))))
+      throw errors.conflict(`session ${id}: takeover guard ${guard} exists`, id, true); // random name: not expected
+    try {
+      const names = await io(`reading ${dirname(path)}`, id, () => fs.readdir(dirname(path)));
+      for (const name of names) {
+        if (!name.startsWith(prefix) || name === basename(guard) || name.includes('.tmp')) continue;
+        const other = join(dirname(path), name);
+        if (await isLiveGuard(fs, other, id))
+          throw errors.conflict(`session ${id} is being taken over by another writer (${other})`, id, true);
+        await quietly(() => fs.unlink(other)); // dead: ignored by everyone, so safe to remove
+      }
+      // Under the only live guard nobody else removes the lock, and its dead holder cannot
+      // release it: if it still holds the stale bytes, it is the stale lock.
+      const current = await ioOrAbsent(`reading lock ${path}`, id, () => fs.readFile(path));
+      if (current === undefined || !Buffer.from(current).equals(Buffer.from(staleBytes))) return;
+      await ioOrAbsent(`removing stale lock ${path}`, id, () => fs.unlink(path));
+    } finally {
+      // Dead from here on (not in liveGuards) whether or not the unlink works: a guard left behind
+      // blocks no one.
+      liveGuards.delete(record.token);
+      await quietly(() => fs.unlink(guard));
+    }
+  } finally {
+    liveGuards.delete(record.token);
   }
-  const moved = await ioOrAbsent(`reading lock ${aside}`, id, () => fs.readFile(aside));
-  if (moved !== undefined && !Buffer.from(moved).equals(Buffer.from(bytes))) {
-    await quietly(() => fs.link(aside, guard));
-    await quietly(() => fs.unlink(aside));
-    throw errors.conflict(`session ${id} is being taken over by another writer (${guard})`, id, true);
-  }
-  await quietly(() => fs.unlink(aside));
 }
 
-async function releaseGuard(fs: FileSystem, guard: string, token: string, id: string): Promise<void> {
+/** Between a lock's name and a guard's token. */
+const GUARD_INFIX = '.takeover.';
+
+/** Whether the guard at `guard` belongs to a takeover still under way. */
+async function isLiveGuard(fs: FileSystem, guard: string, id: string): Promise<boolean> {
   const bytes = await ioOrAbsent(`reading lock ${guard}`, id, () => fs.readFile(guard));
-  if (bytes !== undefined && parseRecord(bytes)?.token === token)
-    await ioOrAbsent(`removing lock ${guard}`, id, () => fs.unlink(guard));
+  if (bytes === undefined) return false; // finished meanwhile
+  const record = parseRecord(bytes);
+  if (record === undefined) return false; // published complete, so only a power loss garbles one
+  if (record.host !== HOST) return true;
+  if (record.pid === process.pid) return liveGuards.has(record.token);
+  if (!isProcessAlive(record.pid)) return false;
+  const stat = await ioOrAbsent(`inspecting ${guard}`, id, () => fs.lstat(guard));
+  return stat !== undefined && Date.now() - stat.mtimeMs < TAKEOVER_GUARD_MAX_AGE_MS;
 }
 
 async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {

@@ -1,4 +1,4 @@
-import { readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
@@ -135,7 +135,7 @@ describe('stale lock takeover races', () => {
         return nodeFileSystem.rename(from, to);
       },
       async link(from, to) {
-        if (to.endsWith('.takeover')) {
+        if (to.includes('.takeover.')) {
           cPaused.open();
           await cGo.opened;
         }
@@ -182,13 +182,136 @@ describe('stale lock takeover races', () => {
     const root = tempDir();
     const paths = await seeded(root);
     writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 54321, host: hostname(), token: 'dead' }));
-    const guard = `${paths.lock}.takeover`;
+    const guard = `${paths.lock}.takeover.left-by-someone`;
     writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'live-taker' }));
     const store = await openJsonlStore({ root });
     const error = await store.append('s', evs(1, 1)).catch((e: unknown) => e);
     expect(isTidemarkError(error, 'CONFLICT')).toBe(true);
     expect((error as { retryable: boolean }).retryable).toBe(true);
     writeFileSync(guard, JSON.stringify({ pid: 2 ** 22 + 54322, host: hostname(), token: 'dead-taker' }));
+    expect(await store.append('s', evs(1, 1))).toEqual({ nextSeq: 2 });
+    await store.close();
+    expect(readdirSync(join(root, '.locks'))).toEqual([]);
+  });
+});
+
+describe('lock registration and guards under interleavings', () => {
+  /** A FileSystem that stops once at the first `op` whose path matches, until resumed. */
+  function pauseAt(op: 'link' | 'unlink' | 'readdir', test: (path: string) => boolean) {
+    let resume!: () => void;
+    const gate = new Promise<void>((r) => {
+      resume = r;
+    });
+    let hit!: () => void;
+    const reached = new Promise<void>((r) => {
+      hit = r;
+    });
+    let armed = true;
+    const stop = async (path: string) => {
+      if (armed && test(path)) {
+        armed = false;
+        hit();
+        await gate;
+      }
+    };
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async link(from, to) {
+        if (op === 'link') await stop(to);
+        return nodeFileSystem.link(from, to);
+      },
+      async unlink(path) {
+        if (op === 'unlink') await stop(path);
+        return nodeFileSystem.unlink(path);
+      },
+      async readdir(path) {
+        if (op === 'readdir') await stop(path);
+        return nodeFileSystem.readdir(path);
+      },
+    };
+    return { fs, reached, resume };
+  }
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (error: unknown) => (isTidemarkError(error) ? error.code : error),
+    );
+
+  it('a lock just linked, before its temp file is removed, already counts as held in this process', async () => {
+    const root = tempDir();
+    await seeded(root);
+    const pause = pauseAt('unlink', (path) => /\/\.locks\/\.tmp-/.test(path));
+    const a = await openJsonlStore({ root, fs: pause.fs });
+    const b = await openJsonlStore({ root });
+    const aFirst = outcome(a.append('s', [ev(1, 'note', { w: 'x' })]));
+    await pause.reached; // a's lock is linked; a is still inside its acquire
+    // a is busy: b must lose, not take a's lock for a failed release and take it over.
+    expect(await outcome(b.append('s', [ev(1, 'note', { w: 'x' })]))).toBe('CONFLICT');
+    pause.resume();
+    expect(await aFirst).toBe('ok');
+    const ra = await outcome(a.append('s', [ev(2, 'note', { writer: 'a' })]));
+    const rb = await outcome(b.append('s', [ev(2, 'note', { writer: 'b' })]));
+    expect([ra, rb].filter((r) => r === 'ok')).toHaveLength(1);
+    await Promise.all([a.close(), b.close()]);
+    const check = await openJsonlStore({ root });
+    const data = (await check.load('s')).events.map((e) => e.data);
+    await check.close();
+    expect(data[2]).toEqual({ writer: ra === 'ok' ? 'a' : 'b' });
+  });
+
+  it('three takers and a dead guard: one takes over, the others are told CONFLICT, never two writers', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    const dead = (token: string) => JSON.stringify({ pid: 2 ** 22 + 4321, host: hostname(), token });
+    writeFileSync(paths.lock, dead('stale-lock')); // a writer died holding the lock
+    writeFileSync(`${paths.lock}.takeover.dead`, dead('stale-guard')); // a taker died inside its takeover
+    // X holds its guard and has checked the lock, and stops just before removing it.
+    const x = pauseAt('unlink', (path) => path === paths.lock);
+    const X = await openJsonlStore({ root, fs: x.fs });
+    const xFirst = outcome(X.append('s', [ev(1, 'note', { w: 'x' })]));
+    await x.reached;
+    const Y = await openJsonlStore({ root });
+    const Z = await openJsonlStore({ root });
+    // Y and Z see X's live guard (this process, a takeover under way) and withdraw.
+    expect(await outcome(Y.append('s', [ev(1, 'note', { w: 'y' })]))).toBe('CONFLICT');
+    expect(await outcome(Z.append('s', [ev(1, 'note', { w: 'z' })]))).toBe('CONFLICT');
+    x.resume();
+    expect(await xFirst).toBe('ok');
+    const results = [
+      await outcome(X.append('s', [ev(2, 'note', { w: 'X' })])),
+      await outcome(Y.append('s', [ev(2, 'note', { w: 'Y' })])),
+      await outcome(Z.append('s', [ev(2, 'note', { w: 'Z' })])),
+    ];
+    expect(results.filter((r) => r === 'ok')).toHaveLength(1);
+    await Promise.all([X.close(), Y.close(), Z.close()]);
+    expect(readdirSync(join(root, '.locks'))).toEqual([]); // the dead guard was cleaned up too
+  });
+
+  it('two takers that both created guards: the one that lists second withdraws', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 4322, host: hostname(), token: 'dead' }));
+    // X has created its guard and stops before listing the others.
+    const x = pauseAt('readdir', (path) => path.endsWith('.locks'));
+    const X = await openJsonlStore({ root, fs: x.fs });
+    const xFirst = outcome(X.append('s', [ev(1, 'note', { w: 'x' })]));
+    await x.reached;
+    const Y = await openJsonlStore({ root });
+    expect(await outcome(Y.append('s', [ev(1, 'note', { w: 'y' })]))).toBe('CONFLICT');
+    x.resume();
+    expect(await xFirst).toBe('ok');
+    await Promise.all([X.close(), Y.close()]);
+  });
+
+  it('a guard whose live pid has held it far longer than a takeover takes is ignored', async () => {
+    const root = tempDir();
+    const paths = await seeded(root);
+    writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 4323, host: hostname(), token: 'dead' }));
+    const guard = `${paths.lock}.takeover.left-behind`;
+    writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'left-behind' }));
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(guard, old, old);
+    const store = await openJsonlStore({ root });
     expect(await store.append('s', evs(1, 1))).toEqual({ nextSeq: 2 });
     await store.close();
     expect(readdirSync(join(root, '.locks'))).toEqual([]);
