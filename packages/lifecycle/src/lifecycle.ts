@@ -1,7 +1,9 @@
 // The session lifecycle of SPEC §8 over any two SessionStores: the main store and a trash store.
 // Nothing is destroyed before the grace period: prune and delete move sessions into the trash
 // (copy, verify, record, then delete from the main store), restore moves them back.
+import { join } from 'node:path';
 import {
+  assertValidId,
   isIsoTime,
   isTidemarkError,
   type JsonValue,
@@ -13,8 +15,11 @@ import {
 import { ActivePointers } from './active.js';
 import { type AuditEntry, AuditLog } from './audit.js';
 import { copySession } from './copy.js';
-import { ensurePrivateDir } from './files.js';
+import { ensurePrivateDir, withFileLock } from './files.js';
 import { DAY_MS, isPurgeable, type PrunePlan, planPrune } from './prune.js';
+
+/** Directory of `home` holding the per-session move locks. */
+export const MOVES_DIR = 'moves';
 
 /** The attrs key under which a trashed session records why and when it was trashed. */
 export const TRASH_ATTR = 'tidemark.trash';
@@ -228,6 +233,10 @@ export class Lifecycle {
    * different session with this id.
    */
   async restore(id: string): Promise<SessionSummary> {
+    return this.withMoveLock(id, () => this.restoreLocked(id));
+  }
+
+  private async restoreLocked(id: string): Promise<SessionSummary> {
     const loaded = await this.options.trash.load(id);
     const info = trashInfoOf(loaded.summary);
     await copySession(this.options.trash, this.options.store, id, {
@@ -260,7 +269,9 @@ export class Lifecycle {
       // Only the version that was listed: a delete that resumed onto this copy meanwhile stamped
       // a new trashedAt (moving updatedAt), and its grace period starts again.
       try {
-        await this.options.trash.delete(entry.id, { ifUpdatedAt: entry.summary.updatedAt });
+        await this.withMoveLock(entry.id, () =>
+          this.options.trash.delete(entry.id, { ifUpdatedAt: entry.summary.updatedAt }),
+        );
       } catch (error) {
         if (!isTidemarkError(error, 'CONFLICT')) throw error;
         report.kept.push(entry);
@@ -328,6 +339,16 @@ export class Lifecycle {
     details: { [key: string]: JsonValue },
     summary?: SessionSummary,
   ): Promise<TrashEntry | undefined> {
+    return this.withMoveLock(id, () => this.moveToTrashLocked(id, reason, now, details, summary));
+  }
+
+  private async moveToTrashLocked(
+    id: string,
+    reason: 'pruned' | 'deleted',
+    now: Date,
+    details: { [key: string]: JsonValue },
+    summary?: SessionSummary,
+  ): Promise<TrashEntry | undefined> {
     const { store, storeAddress, trash, trashAddress } = this.options;
     const source = summary ?? (await store.load(id)).summary;
     if (source.eventCount === 0) return this.removeEmpty(id, reason, details, source);
@@ -343,6 +364,8 @@ export class Lifecycle {
         },
       }),
     });
+    // The version of the copy this move made (no other move of `id` runs: the move lock).
+    const copied = (await trash.load(id)).summary.updatedAt;
     // Only the version that was copied is deleted, in one step under the store's write lock: a
     // writer that appended or updated after the summary was read would otherwise lose that work.
     try {
@@ -351,11 +374,7 @@ export class Lifecycle {
       if (isTidemarkError(error, 'CONFLICT')) {
         // The session stays in the main store, newer than the copy: drop the copy, or the trash
         // would list (and could restore) an old version of a session that was never moved.
-        const stale = await trash.load(id).then(
-          (loaded) => loaded.summary.updatedAt,
-          () => undefined,
-        );
-        if (stale !== undefined) await trash.delete(id, { ifUpdatedAt: stale }).catch(() => undefined); // best effort
+        await trash.delete(id, { ifUpdatedAt: copied }).catch(() => undefined); // best effort
       }
       throw error;
     }
@@ -392,6 +411,16 @@ export class Lifecycle {
       summary: kept,
     });
     return undefined;
+  }
+
+  /**
+   * Runs `fn` as the only move of `id` among all processes sharing this home (a lock file in
+   * `<home>/moves/`): two moves of one session interleaved could otherwise drop each other's trash
+   * copy and leave the session in neither store. CONFLICT (retryable) while another move runs.
+   */
+  private withMoveLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    assertValidId(id);
+    return withFileLock(join(this.options.home, MOVES_DIR, id), fn);
   }
 
   /** Deletes `id` from the main store only if it is still at `updatedAt`; CONFLICT says so. */

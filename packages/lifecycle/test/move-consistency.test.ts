@@ -184,3 +184,58 @@ describe('sessions without events', () => {
     expect(await target.has('e')).toBe(false);
   });
 });
+
+describe('two moves of one session at once', () => {
+  /** `store` whose delete() waits for `open` after signalling `reached`. */
+  function gatedDelete(store: SessionStore) {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    let hit!: () => void;
+    const reached = new Promise<void>((r) => {
+      hit = r;
+    });
+    return {
+      proxy: withBeforeDelete(store, async () => {
+        hit();
+        await gate;
+      }),
+      reached,
+      open,
+    };
+  }
+
+  it('the second waits or is told CONFLICT; with an append in between, the session stays in one store', async () => {
+    const main = await openMemoryStore();
+    const trash = await openMemoryStore();
+    await main.create({ id: 's' });
+    await main.append('s', [ev(0, 'turn/start'), ev(1, 'turn/end')]);
+    const a = gatedDelete(main);
+    const options = { home, storeAddress: 'memory:main', trash, trashAddress: 'memory:trash' };
+    const A = await openLifecycle({ ...options, store: a.proxy });
+    const B = await openLifecycle({ ...options, store: main });
+    const first = A.delete('s').then(
+      () => 'ok',
+      (e: unknown) => (isTidemarkError(e) ? e.code : e),
+    );
+    await a.reached; // A copied v1 and is about to delete it
+    await main.append('s', [ev(2, 'turn/end')]); // an agent appends: v2
+    // B cannot interleave with A: it would otherwise resume A's trash copy to v2, A would drop that
+    // copy on its CONFLICT, and B would delete v2 from the main store: the session in neither.
+    const second = await B.delete('s').then(
+      () => 'ok',
+      (e: unknown) => (isTidemarkError(e) ? e.code : e),
+    );
+    expect(second).toBe('CONFLICT');
+    a.open();
+    expect(await first).toBe('CONFLICT'); // v1 is not what the store holds any more
+    expect((await main.load('s')).events).toHaveLength(3);
+    expect(await trash.has('s')).toBe(false);
+    // Nothing runs now: the move goes through, whole.
+    await B.delete('s');
+    expect(await main.has('s')).toBe(false);
+    expect((await trash.load('s')).events).toHaveLength(3);
+    expect((await B.audit.history('s')).map((e) => e.action)).toEqual(['deleted']);
+  }, 20_000);
+});
