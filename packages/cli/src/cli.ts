@@ -139,11 +139,27 @@ function needId(ctx: Context, what: string): string {
   return id;
 }
 
-function positiveNumber(text: string | undefined, name: string, fallback: number): number {
+/**
+ * Largest number of days an option accepts (about 2700 years): far more, and the cutoff date of
+ * `prune --older-than` falls outside what a Date can hold.
+ */
+const MAX_DAYS = 1_000_000;
+
+/** A number of days from 0 to {@link MAX_DAYS} (an empty text is not 0). */
+function days(text: string | undefined, name: string, fallback: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!Number.isFinite(n) || n < 0)
-    throw new CliError('USAGE', `${name} must be a non-negative number, got ${JSON.stringify(text)}`);
+  if (text.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new CliError('USAGE', `${name} must be a non-negative number of days, got ${JSON.stringify(text)}`);
+  if (n > MAX_DAYS)
+    throw new CliError('USAGE', `${name} must be at most ${MAX_DAYS} days, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+function positiveInteger(text: string, name: string): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1)
+    throw new CliError('USAGE', `${name} must be a positive integer, got ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -291,7 +307,7 @@ async function readEvents(store: SessionStore, id: string): Promise<SessionEvent
 
 async function cmdList(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
-  const limit = ctx.values.limit === undefined ? undefined : positiveNumber(ctx.values.limit, '--limit', 100);
+  const limit = ctx.values.limit === undefined ? undefined : positiveInteger(ctx.values.limit, '--limit');
   const sessions: SessionSummary[] = [];
   const problems: { id: string; code: string; message: string }[] = [];
   let cursor: string | undefined;
@@ -370,7 +386,7 @@ async function cmdDelete(ctx: Context): Promise<number> {
 async function cmdPrune(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
   const lifecycle = await openLifecycleFor(ctx, main, true);
-  const olderThanDays = positiveNumber(ctx.values['older-than'], '--older-than', 30);
+  const olderThanDays = days(ctx.values['older-than'], '--older-than', 30);
   const report = await lifecycle.prune({ olderThanDays, dryRun: ctx.values.yes !== true });
   if (ctx.values.json) {
     printJson(ctx.io, {

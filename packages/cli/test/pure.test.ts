@@ -55,6 +55,14 @@ describe('exit codes and failures', () => {
     expect(describeFailure(new CliError('USAGE', 'x'))).toMatchObject({ code: 'USAGE', expected: true });
     expect(describeFailure(new RangeError('boom'))).toMatchObject({ code: 'INTERNAL', expected: false });
   });
+
+  it('puts a multi-line CliError message (e.g. from parseArgs) on one line', () => {
+    expect(describeFailure(new CliError('USAGE', 'ambiguous.\nDid you forget?\n  Use --x=-1.'))).toEqual({
+      code: 'USAGE',
+      message: 'ambiguous. Did you forget? Use --x=-1.',
+      expected: true,
+    });
+  });
 });
 
 describe('export format', () => {

@@ -1,0 +1,65 @@
+// Second CLI review, run through the built binary as a user runs it: each test shows a bug that
+// was fixed in src.
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
+
+let home: string;
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'tidemark-cli-review2-'));
+});
+afterEach(() => {
+  rmSync(home, { recursive: true, force: true });
+});
+
+function tidemark(args: string[], options: { input?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  const result = spawnSync(process.execPath, [BIN, ...args], {
+    input: options.input ?? '',
+    cwd: options.cwd ?? home,
+    env: { PATH: process.env.PATH, TIDEMARK_HOME: home, ...options.env },
+  });
+  return {
+    status: result.status ?? -1,
+    stdout: result.stdout.toString('utf8'),
+    stderr: result.stderr.toString('utf8'),
+  };
+}
+
+/** An expected failure: exactly one line `tidemark: CODE: message` on stderr, and its status. */
+function expectOneErrorLine(run: ReturnType<typeof tidemark>, code: string, status: number): void {
+  expect(run.stderr).toMatch(new RegExp(`^tidemark: ${code}: \\S[^\\n]*\\n$`));
+  expect(run.status).toBe(status);
+}
+
+describe('expected failures are one line', () => {
+  it('a multi-line option error from the argument parser (list --limit -1) is one line, exit 2', () => {
+    expectOneErrorLine(tidemark(['list', '--limit', '-1']), 'USAGE', 2);
+  });
+
+  it('--limit that is not a positive integer is USAGE, not INVALID from the store', () => {
+    for (const limit of ['0', '1.5', '-1']) {
+      const run = tidemark(['--store', 'memory:', 'list', `--limit=${limit}`]);
+      expectOneErrorLine(run, 'USAGE', 2);
+      expect(run.stderr).toContain('--limit');
+    }
+    expect(tidemark(['--store', 'memory:', 'list', '--limit', '3']).status).toBe(0);
+  });
+
+  it('prune --older-than beyond any valid date is USAGE naming the option, not INTERNAL', () => {
+    for (const days of ['1000000000', '1e15']) {
+      const run = tidemark(['--store', 'memory:', 'prune', '--older-than', days]);
+      expectOneErrorLine(run, 'USAGE', 2);
+      expect(run.stderr).toContain('--older-than');
+    }
+    // Large but meaningful values still work.
+    const ok = tidemark(['--store', 'memory:', 'prune', '--older-than', '36500', '--json']);
+    expect(ok.status).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ dryRun: true, toTrash: [] });
+  });
+});
