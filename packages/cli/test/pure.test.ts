@@ -108,6 +108,19 @@ describe('export format', () => {
     expect(() => parseExport('')).toThrow(/empty input/);
     const newer = header.replace('"version":1', '"version":99');
     expect(() => parseExport(`${newer}\n`)).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_FORMAT' }));
+    // A header without a version, or with one that is not a number, is bad input naming the
+    // field, not "a newer version".
+    const unversioned = JSON.stringify({ ...JSON.parse(header), version: undefined });
+    const texts = [
+      unversioned,
+      header.replace('"version":1', '"version":"1"'),
+      header.replace('"version":1', '"version":null'),
+    ];
+    for (const text of texts) {
+      expect(() => parseExport(`${text}\n${e0}\n${e1}\n`)).toThrow(
+        expect.objectContaining({ code: 'INVALID', message: expect.stringMatching(/line 1: .*version/) }),
+      );
+    }
     const bad = JSON.stringify({ seq: 0, type: 'x', time: 'yesterday', data: 1 });
     expect(() => parseExport(`${header}\n${bad}\n${e1}\n`)).toThrow(
       expect.objectContaining({ code: 'INVALID' }),

@@ -37,6 +37,23 @@ function expectOneErrorLine(run: ReturnType<typeof tidemark>, code: string, stat
   expect(run.status).toBe(status);
 }
 
+const T = '2026-01-01T00:00:00.000Z';
+function exportLines(id: string): string {
+  return [
+    {
+      format: 'tidemark-export',
+      version: 1,
+      meta: { id, createdAt: T },
+      summary: { updatedAt: T, eventCount: 2 },
+    },
+    { seq: 0, type: 'user/message', time: T, data: { text: 'hi' } },
+    { seq: 1, type: 'turn/end', time: T, data: null },
+  ]
+    .map((l) => JSON.stringify(l))
+    .join('\n')
+    .concat('\n');
+}
+
 describe('expected failures are one line', () => {
   it('a multi-line option error from the argument parser (list --limit -1) is one line, exit 2', () => {
     expectOneErrorLine(tidemark(['list', '--limit', '-1']), 'USAGE', 2);
@@ -61,5 +78,16 @@ describe('expected failures are one line', () => {
     const ok = tidemark(['--store', 'memory:', 'prune', '--older-than', '36500', '--json']);
     expect(ok.status).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ dryRun: true, toTrash: [] });
+  });
+});
+
+describe('import', () => {
+  it('an export header without a version is INVALID naming the field, not "version undefined is newer"', () => {
+    const [header, ...events] = exportLines('v1').split('\n');
+    const unversioned = JSON.stringify({ ...JSON.parse(header!), version: undefined });
+    const run = tidemark(['--store', 'memory:', 'import'], { input: [unversioned, ...events].join('\n') });
+    expectOneErrorLine(run, 'INVALID', 6);
+    expect(run.stderr).toContain('"version"');
+    expect(run.stderr).not.toContain('newer');
   });
 });
