@@ -30,6 +30,22 @@ describe('store addresses', () => {
     }
   });
 
+  it('expands a leading ~ or ~/ to the home directory passed in, and nothing else', () => {
+    expect(parseStoreAddress('sqlite:~/s.db', '/w', '/home/me')).toEqual({
+      kind: 'sqlite',
+      file: '/home/me/s.db',
+      text: 'sqlite:/home/me/s.db',
+    });
+    expect(parseStoreAddress('jsonl:~', '/w', '/home/me')).toMatchObject({ dir: '/home/me' });
+    expect(parseStoreAddress('jsonl:~/.tidemark/sessions', '/w', '/home/me')).toMatchObject({
+      dir: '/home/me/.tidemark/sessions',
+    });
+    // ~user, a ~ inside the path and an absolute path stay as they are.
+    expect(parseStoreAddress('jsonl:~bob/x', '/w', '/home/me')).toMatchObject({ dir: '/w/~bob/x' });
+    expect(parseStoreAddress('jsonl:a/~/b', '/w', '/home/me')).toMatchObject({ dir: '/w/a/~/b' });
+    expect(parseStoreAddress('sqlite:/x/~/s.db', '/w', '/home/me')).toMatchObject({ file: '/x/~/s.db' });
+  });
+
   it('defaults to jsonl:$TIDEMARK_HOME/sessions', () => {
     expect(tidemarkHome({ TIDEMARK_HOME: '/h' })).toBe('/h');
     expect(defaultStoreAddress({ TIDEMARK_HOME: '/h' })).toBe('jsonl:/h/sessions');

@@ -1,14 +1,15 @@
 // Second CLI review, run through the built binary as a user runs it: each test shows a bug that
 // was fixed in src.
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
+const unavailable = inject('unavailable');
 
 let home: string;
 beforeEach(async () => {
@@ -91,3 +92,40 @@ describe('import', () => {
     expect(run.stderr).not.toContain('newer');
   });
 });
+
+describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefined)(
+  'store addresses',
+  () => {
+    it('expand ~/ to $HOME (sqlite:~/s.db, migrate --from jsonl:~/sessions) instead of creating ./~/', () => {
+      const userHome = join(home, 'me');
+      const work = join(home, 'work');
+      mkdirSync(userHome);
+      mkdirSync(work);
+      const env = { HOME: userHome };
+      const imported = tidemark(['--store', 'sqlite:~/s.db', 'import'], {
+        input: exportLines('t1'),
+        cwd: work,
+        env,
+      });
+      expect(imported.status).toBe(0);
+      expect(existsSync(join(userHome, 's.db'))).toBe(true);
+      expect(existsSync(join(work, '~'))).toBe(false);
+      const migrated = tidemark(
+        ['migrate', '--from', 'sqlite:~/s.db', '--to', 'jsonl:~/sessions', '--json'],
+        {
+          cwd: work,
+          env,
+        },
+      );
+      expect(migrated.status).toBe(0);
+      expect(JSON.parse(migrated.stdout)).toMatchObject({
+        from: `sqlite:${join(userHome, 's.db')}`,
+        to: `jsonl:${join(userHome, 'sessions')}`,
+        copied: 1,
+      });
+      const listed = tidemark(['--store', 'jsonl:~/sessions', 'list', '--json'], { cwd: work, env });
+      expect(JSON.parse(listed.stdout).sessions.map((s: { id: string }) => s.id)).toEqual(['t1']);
+      expect(existsSync(join(work, '~'))).toBe(false);
+    });
+  },
+);
