@@ -795,8 +795,10 @@ async function cmdActive(ctx: Context): Promise<number> {
 async function cmdConfig(ctx: Context): Promise<number> {
   const set = ctx.values['set-store'];
   if (set !== undefined) {
-    parseStoreAddress(set, ctx.io.cwd);
-    ctx.config = { ...ctx.config, store: set };
+    const address = parseStoreAddress(set, ctx.io.cwd);
+    // Resolved where it was typed: a relative path kept as is would name another (new, empty)
+    // store in every other directory. A postgres URL is kept whole (its text hides the password).
+    ctx.config = { ...ctx.config, store: address.kind === 'postgres' ? address.url : address.text };
     await writeFileAtomic(join(ctx.home, 'config.json'), `${JSON.stringify(ctx.config, null, 2)}\n`);
   }
   const effective = { home: ctx.home, store: mainAddress(ctx).text, file: ctx.config };

@@ -1,7 +1,7 @@
 // Second CLI review, run through the built binary as a user runs it: each test shows a bug that
 // was fixed in src.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -129,3 +129,28 @@ describe.skipIf(unavailable.jsonl !== undefined || unavailable.sqlite !== undefi
     });
   },
 );
+
+describe.skipIf(unavailable.sqlite !== undefined)('config --set-store', () => {
+  it('stores a relative address resolved, so every directory uses the same store', () => {
+    const proj = join(home, 'proj');
+    const other = join(home, 'other');
+    mkdirSync(proj);
+    mkdirSync(other);
+    const set = tidemark(['config', '--set-store', 'sqlite:data.db'], { cwd: proj });
+    expect(set.status).toBe(0);
+    const store = `sqlite:${join(proj, 'data.db')}`;
+    expect(JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'))).toEqual({ store });
+    expect(tidemark(['import'], { input: exportLines('c1'), cwd: proj }).status).toBe(0);
+    const listed = tidemark(['list', '--json'], { cwd: other });
+    expect(listed.status).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject({ store, sessions: [{ id: 'c1' }] });
+    expect(tidemark(['show', 'c1'], { cwd: other }).status).toBe(0);
+    expect(existsSync(join(other, 'data.db'))).toBe(false);
+  });
+
+  it('keeps a postgres URL as typed (its display form hides the password)', () => {
+    const url = 'postgres://u:secret@db.example/sessions';
+    expect(tidemark(['config', '--set-store', url]).status).toBe(0);
+    expect(JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'))).toEqual({ store: url });
+  });
+});
