@@ -17,6 +17,7 @@ import {
   toIoError,
 } from '@tidemark/core';
 import {
+  type AuditEntry,
   AuditLog,
   copySession,
   type Lifecycle,
@@ -264,37 +265,66 @@ async function findSummary(store: SessionStore, id: string): Promise<SessionSumm
   return undefined;
 }
 
-/** NOT_FOUND, or AUDITED_MISSING when the audit log says the session should be there. */
+/**
+ * NOT_FOUND, or AUDITED_MISSING when the audit log says the session should be there. When the
+ * trash cannot be opened, the audit log alone still tells AUDITED_MISSING; otherwise the session
+ * may be in that trash, and the failure to open it is the answer, never "does not exist".
+ */
 async function absent(ctx: Context, main: Backend, id: string): Promise<never> {
-  let lifecycle: Lifecycle | undefined;
+  let lifecycle: Lifecycle;
   try {
     lifecycle = await openLifecycleFor(ctx, main);
-  } catch {
-    // Without a trash or audit log we can only say what the store says.
+  } catch (error) {
+    throw await auditedMissingWithoutTrash(ctx, main, id, error);
   }
-  if (lifecycle !== undefined) {
-    const where = await lifecycle.locate(id);
-    if (where.status === 'audited-missing') throw new CliError('AUDITED_MISSING', where.message);
-    if (where.status === 'trashed') {
-      throw new TidemarkError(
-        'NOT_FOUND',
-        `session ${id} is in the trash since ${where.entry.trashedAt} (tidemark trash restore ${id})`,
-        {
-          sessionId: id,
-        },
-      );
-    }
-    if (where.status === 'removed') {
-      throw new TidemarkError(
-        'NOT_FOUND',
-        `session ${id} was ${where.lastEntry.action} at ${where.lastEntry.time}`,
-        { sessionId: id },
-      );
-    }
+  const where = await lifecycle.locate(id);
+  if (where.status === 'audited-missing') throw new CliError('AUDITED_MISSING', where.message);
+  if (where.status === 'trashed') {
+    throw new TidemarkError(
+      'NOT_FOUND',
+      `session ${id} is in the trash since ${where.entry.trashedAt} (tidemark trash restore ${id})`,
+      {
+        sessionId: id,
+      },
+    );
+  }
+  if (where.status === 'removed') {
+    throw new TidemarkError(
+      'NOT_FOUND',
+      `session ${id} was ${where.lastEntry.action} at ${where.lastEntry.time}`,
+      { sessionId: id },
+    );
   }
   throw new TidemarkError('NOT_FOUND', `session ${id} does not exist in ${main.address.text}`, {
     sessionId: id,
   });
+}
+
+/**
+ * What {@link absent} says when the trash cannot be opened (`trashError`): AUDITED_MISSING when
+ * the audit log's last entry for this store is not a removal (a move to the trash is recorded
+ * before the session leaves the store), else `trashError` itself.
+ */
+async function auditedMissingWithoutTrash(
+  ctx: Context,
+  main: Backend,
+  id: string,
+  trashError: unknown,
+): Promise<unknown> {
+  let history: AuditEntry[];
+  try {
+    history = await auditLog(ctx).history(id, main.address.text);
+  } catch {
+    return trashError;
+  }
+  const last = history[history.length - 1];
+  if (last === undefined || last.action === 'deleted' || last.action === 'pruned' || last.action === 'purged')
+    return trashError;
+  return new CliError(
+    'AUDITED_MISSING',
+    `session ${id}: audited but missing from ${main.address.text} (last audit entry: ${last.action} at ${last.time}; ` +
+      `the trash could not be checked: ${describeFailure(trashError).message})`,
+  );
 }
 
 async function readEvents(store: SessionStore, id: string): Promise<SessionEvent[]> {

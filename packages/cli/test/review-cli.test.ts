@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,10 @@ import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
 const unavailable = inject('unavailable');
+// better-sqlite3 is a dependency of @tidemark/sqlite, not of the CLI: load it from there.
+const requireFromSqlite = createRequire(
+  createRequire(import.meta.url).resolve('@tidemark/sqlite/package.json'),
+);
 
 let home: string;
 beforeEach(async () => {
@@ -152,5 +157,43 @@ describe.skipIf(unavailable.sqlite !== undefined)('config --set-store', () => {
     const url = 'postgres://u:secret@db.example/sessions';
     expect(tidemark(['config', '--set-store', url]).status).toBe(0);
     expect(JSON.parse(readFileSync(join(home, 'config.json'), 'utf8'))).toEqual({ store: url });
+  });
+});
+
+describe.skipIf(unavailable.sqlite !== undefined)('a trash store that cannot be opened', () => {
+  it('still reports AUDITED_MISSING from the audit log, and otherwise its error, never "does not exist"', () => {
+    const store = `sqlite:${join(home, 's.db')}`;
+    for (const id of ['lost', 'binned']) {
+      expect(tidemark(['--store', store, 'import'], { input: exportLines(id) }).status).toBe(0);
+    }
+    expect(tidemark(['--store', store, 'delete', 'binned']).status).toBe(0);
+    // The store loses 'lost' behind the CLI's back.
+    const Database = requireFromSqlite('better-sqlite3') as new (
+      file: string,
+    ) => { prepare(sql: string): { run(...args: unknown[]): unknown }; close(): void };
+    const db = new Database(join(home, 's.db'));
+    db.prepare('DELETE FROM events WHERE session_id = ?').run('lost');
+    db.prepare('DELETE FROM sessions WHERE id = ?').run('lost');
+    db.close();
+    expectOneErrorLine(tidemark(['--store', store, 'show', 'lost']), 'AUDITED_MISSING', 11);
+
+    // A trash that cannot be opened (a directory where its database file should be).
+    const broken = ['--store', store, '--trash', `sqlite:${home}`];
+    for (const command of ['show', 'export', 'verify', 'repair']) {
+      const run = tidemark([...broken, command, 'lost']);
+      expectOneErrorLine(run, 'AUDITED_MISSING', 11);
+      expect(run.stderr).toContain('trash');
+    }
+    // 'binned' may be in that trash, 'never' too as far as anyone can tell: the failure to look
+    // is the answer, not "does not exist".
+    for (const id of ['binned', 'never']) {
+      const run = tidemark([...broken, 'show', id]);
+      expect(run.stderr).toMatch(/^tidemark: (IO|CORRUPT|UNAVAILABLE): [^\n]+\n$/);
+      expect(run.stderr).not.toContain('does not exist');
+      expect(run.status).not.toBe(3);
+    }
+    // With the trash back, the answers are the usual ones.
+    expect(tidemark(['--store', store, 'show', 'binned']).stderr).toContain('in the trash');
+    expectOneErrorLine(tidemark(['--store', store, 'show', 'never']), 'NOT_FOUND', 3);
   });
 });
