@@ -48,6 +48,7 @@ import {
   type Style,
   truncate,
 } from './format.js';
+import { migrateSessions } from './migrate.js';
 
 /** Where the CLI reads and writes: the process by default, buffers in tests. */
 export interface Io {
@@ -721,55 +722,24 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     throw new CliError('USAGE', 'migrate: --from and --to are the same store');
   const from = await open(ctx, fromAddress, true);
   const to = await open(ctx, toAddress);
-  const summaries = new Map<string, SessionSummary>();
-  const problems: { id: string; code: string; message: string }[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await from.store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    for (const summary of page.sessions) summaries.set(summary.id, summary);
-    problems.push(...page.problems.map((p) => ({ id: p.id, code: p.error.code, message: p.error.message })));
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  // In id order, so that a resumed migration walks the sessions in the same order.
-  const ids = [...summaries.keys()].sort();
   const audit = auditLog(ctx);
   const tty = ctx.io.stderr.isTTY === true;
-  const results: { id: string; outcome: string; events: number; appended: number; hash: string }[] = [];
-  const failed: { id: string; code: string; message: string }[] = [];
-  let totalEvents = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i]!;
-    if (tty) ctx.io.stderr.write(`\r${progressBar(i, ids.length, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
-    try {
-      // The summary from list spares a load: the source is only read, never repaired.
-      const result = await copySession(from.store, to.store, id, { sourceSummary: summaries.get(id)! });
-      results.push({
-        id,
-        outcome: result.outcome,
+  const { ids, results, failed, problems, missing } = await migrateSessions(from.store, to.store, {
+    onProgress: (done, total, id) => {
+      if (!tty) return;
+      if (id !== undefined)
+        ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
+      else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
+    },
+    onCopied: async (result) => {
+      await audit.record('migrated', result.id, toAddress.text, {
+        from: fromAddress.text,
         events: result.events,
-        appended: result.appended,
         hash: result.hash,
       });
-      totalEvents += result.events;
-      if (result.outcome !== 'complete') {
-        await audit.record('migrated', id, toAddress.text, {
-          from: fromAddress.text,
-          events: result.events,
-          hash: result.hash,
-        });
-      }
-    } catch (error) {
-      const { code, message } = describeFailure(error);
-      failed.push({ id, code, message });
-    }
-  }
-  if (tty) ctx.io.stderr.write(`\r${progressBar(ids.length, ids.length, 'sessions')}\u001b[K\n`);
-  // Verification pass over the target: every source session present with the same count.
-  const missing: string[] = [];
-  for (const r of results) {
-    const summary = await findSummary(to.store, r.id);
-    if (summary === undefined || summary.eventCount !== r.events) missing.push(r.id);
-  }
+    },
+  });
+  const totalEvents = results.reduce((sum, r) => sum + r.events, 0);
   const counts = {
     sessions: ids.length,
     copied: results.filter((r) => r.outcome === 'copied').length,
@@ -787,7 +757,13 @@ async function cmdMigrate(ctx: Context): Promise<number> {
       failed,
       problems,
       missing,
-      sessionsDetail: results,
+      sessionsDetail: results.map(({ id, outcome, events, appended, hash }) => ({
+        id,
+        outcome,
+        events,
+        appended,
+        hash,
+      })),
     });
   } else {
     print(
