@@ -724,21 +724,25 @@ async function cmdMigrate(ctx: Context): Promise<number> {
   const to = await open(ctx, toAddress);
   const audit = auditLog(ctx);
   const tty = ctx.io.stderr.isTTY === true;
-  const { ids, results, failed, problems, missing } = await migrateSessions(from.store, to.store, {
-    onProgress: (done, total, id) => {
-      if (!tty) return;
-      if (id !== undefined)
-        ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
-      else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
+  const { ids, results, failed, problems, missing, unverified } = await migrateSessions(
+    from.store,
+    to.store,
+    {
+      onProgress: (done, total, id) => {
+        if (!tty) return;
+        if (id !== undefined)
+          ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
+        else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
+      },
+      onCopied: async (result) => {
+        await audit.record('migrated', result.id, toAddress.text, {
+          from: fromAddress.text,
+          events: result.events,
+          hash: result.hash,
+        });
+      },
     },
-    onCopied: async (result) => {
-      await audit.record('migrated', result.id, toAddress.text, {
-        from: fromAddress.text,
-        events: result.events,
-        hash: result.hash,
-      });
-    },
-  });
+  );
   const totalEvents = results.reduce((sum, r) => sum + r.events, 0);
   const counts = {
     sessions: ids.length,
@@ -747,7 +751,7 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     alreadyComplete: results.filter((r) => r.outcome === 'complete').length,
     events: totalEvents,
   };
-  const ok = failed.length === 0 && problems.length === 0 && missing.length === 0;
+  const ok = failed.length === 0 && problems.length === 0 && missing.length === 0 && unverified.length === 0;
   if (ctx.values.json) {
     printJson(ctx.io, {
       from: fromAddress.text,
@@ -757,6 +761,7 @@ async function cmdMigrate(ctx: Context): Promise<number> {
       failed,
       problems,
       missing,
+      unverified,
       sessionsDetail: results.map(({ id, outcome, events, appended, hash }) => ({
         id,
         outcome,
@@ -778,6 +783,8 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     for (const p of problems)
       ctx.io.stderr.write(`${ctx.err.red('unreadable in source')}: ${p.id}: ${p.code}: ${p.message}\n`);
     for (const m of missing) ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${m}\n`);
+    for (const u of unverified)
+      ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${u.id}: ${u.code}: ${u.message}\n`);
   }
   return ok ? EXIT_CODES.OK : EXIT_CODES.PROBLEMS;
 }

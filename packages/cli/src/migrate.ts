@@ -1,6 +1,6 @@
 // The core of `tidemark migrate`: copy every session of one store into another, then verify the
 // target. Works on stores, not addresses; the command adds the audit log and the output.
-import type { SessionStore, SessionSummary } from '@tidemark/core';
+import type { SessionStore, SessionSummary, TidemarkError } from '@tidemark/core';
 import { type CopyResult, copySession } from '@tidemark/lifecycle';
 import { describeFailure } from './exit-codes.js';
 
@@ -34,20 +34,65 @@ export interface MigrateReport {
   problems: MigrateFailure[];
   /** Copied sessions the final pass over the target did not find with their event count. */
   missing: string[];
+  /** Copied sessions the target could not describe in that pass (a list problem, a read error). */
+  unverified: MigrateFailure[];
 }
 
-/** The summary of one session, through list (which reads no event logs). */
-async function findSummary(store: SessionStore, id: string): Promise<SessionSummary | undefined> {
-  let cursor: string | undefined;
-  do {
-    const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    const found = page.sessions.find((s) => s.id === id);
-    if (found !== undefined) return found;
-    const problem = page.problems.find((p) => p.id === id);
-    if (problem !== undefined) throw problem.error;
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return undefined;
+/**
+ * Checks every copied session in the target: one listing of the whole target (never one per
+ * session), and a direct look only at a session the listing left out (a page may skip a session
+ * that changed while it was read). A session the target cannot describe is reported for itself,
+ * and every session when the target cannot be listed at all.
+ */
+async function verifyTarget(
+  to: SessionStore,
+  results: readonly CopyResult[],
+): Promise<{ missing: string[]; unverified: MigrateFailure[] }> {
+  const missing: string[] = [];
+  const unverified: MigrateFailure[] = [];
+  if (results.length === 0) return { missing, unverified };
+  const wanted = new Set(results.map((r) => r.id));
+  const counts = new Map<string, number>();
+  const problems = new Map<string, TidemarkError>();
+  try {
+    let cursor: string | undefined;
+    do {
+      const page = await to.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
+      for (const s of page.sessions) if (wanted.has(s.id)) counts.set(s.id, s.eventCount);
+      for (const p of page.problems) if (wanted.has(p.id)) problems.set(p.id, p.error);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  } catch (error) {
+    // Not one session could be checked: each is reported with the reason, none taken for missing.
+    const { code, message } = describeFailure(error);
+    return { missing, unverified: results.map((r) => ({ id: r.id, code, message })) };
+  }
+  for (const r of results) {
+    let count = counts.get(r.id);
+    const problem = problems.get(r.id);
+    if (count === undefined && problem !== undefined) {
+      const { code, message } = describeFailure(problem);
+      unverified.push({ id: r.id, code, message });
+      continue;
+    }
+    if (count === undefined) {
+      try {
+        count = (await to.has(r.id)) ? await countEvents(to, r.id) : undefined;
+      } catch (error) {
+        const { code, message } = describeFailure(error);
+        unverified.push({ id: r.id, code, message });
+        continue;
+      }
+    }
+    if (count !== r.events) missing.push(r.id);
+  }
+  return { missing, unverified };
+}
+
+async function countEvents(store: SessionStore, id: string): Promise<number> {
+  let count = 0;
+  for await (const _ of store.read(id)) count++;
+  return count;
 }
 
 /**
@@ -87,11 +132,7 @@ export async function migrateSessions(
     }
   }
   options.onProgress?.(ids.length, ids.length);
-  // Verification pass over the target: every source session present with the same count.
-  const missing: string[] = [];
-  for (const r of results) {
-    const summary = await findSummary(to, r.id);
-    if (summary === undefined || summary.eventCount !== r.events) missing.push(r.id);
-  }
-  return { ids, results, failed, problems, missing };
+  // Verification pass over the target: every copied session present with the same count.
+  const { missing, unverified } = await verifyTarget(to, results);
+  return { ids, results, failed, problems, missing, unverified };
 }
