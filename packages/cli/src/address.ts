@@ -22,11 +22,16 @@ export function defaultStoreAddress(env: NodeJS.ProcessEnv = process.env): strin
 }
 
 /**
- * Parses a store address; relative paths are resolved against `cwd`. The returned `text` is the
- * canonical form (absolute path), used in the audit log.
+ * Parses a store address. Pure: a leading `~` or `~/` of a path is the user's `home` (not
+ * `~user`), other relative paths are resolved against `cwd`. The returned `text` is the canonical
+ * form (absolute path), used in the audit log and the config file.
  * @throws CliError USAGE for anything else.
  */
-export function parseStoreAddress(address: string, cwd: string = process.cwd()): StoreAddress {
+export function parseStoreAddress(
+  address: string,
+  cwd: string = process.cwd(),
+  home: string = homedir(),
+): StoreAddress {
   if (address === 'memory:' || address === 'memory') return { kind: 'memory', text: 'memory:' };
   if (address.startsWith('postgres://') || address.startsWith('postgresql://')) {
     return { kind: 'postgres', url: address, text: address.replace(/\/\/[^@/]*@/, '//***@') };
@@ -35,7 +40,8 @@ export function parseStoreAddress(address: string, cwd: string = process.cwd()):
   const scheme = colon < 0 ? '' : address.slice(0, colon);
   const rest = colon < 0 ? '' : address.slice(colon + 1);
   if ((scheme === 'jsonl' || scheme === 'sqlite') && rest !== '') {
-    const path = resolve(cwd, rest);
+    const path =
+      rest === '~' || rest.startsWith('~/') ? resolve(home, `.${rest.slice(1)}`) : resolve(cwd, rest);
     return scheme === 'jsonl'
       ? { kind: 'jsonl', dir: path, text: `jsonl:${path}` }
       : { kind: 'sqlite', file: path, text: `sqlite:${path}` };

@@ -17,6 +17,7 @@ import {
   toIoError,
 } from '@tidemark/core';
 import {
+  type AuditEntry,
   AuditLog,
   copySession,
   type Lifecycle,
@@ -47,6 +48,7 @@ import {
   type Style,
   truncate,
 } from './format.js';
+import { migrateSessions } from './migrate.js';
 
 /** Where the CLI reads and writes: the process by default, buffers in tests. */
 export interface Io {
@@ -139,11 +141,27 @@ function needId(ctx: Context, what: string): string {
   return id;
 }
 
-function positiveNumber(text: string | undefined, name: string, fallback: number): number {
+/**
+ * Largest number of days an option accepts (about 2700 years): far more, and the cutoff date of
+ * `prune --older-than` falls outside what a Date can hold.
+ */
+const MAX_DAYS = 1_000_000;
+
+/** A number of days from 0 to {@link MAX_DAYS} (an empty text is not 0). */
+function days(text: string | undefined, name: string, fallback: number): number {
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!Number.isFinite(n) || n < 0)
-    throw new CliError('USAGE', `${name} must be a non-negative number, got ${JSON.stringify(text)}`);
+  if (text.trim() === '' || !Number.isFinite(n) || n < 0)
+    throw new CliError('USAGE', `${name} must be a non-negative number of days, got ${JSON.stringify(text)}`);
+  if (n > MAX_DAYS)
+    throw new CliError('USAGE', `${name} must be at most ${MAX_DAYS} days, got ${JSON.stringify(text)}`);
+  return n;
+}
+
+function positiveInteger(text: string, name: string): number {
+  const n = Number(text);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 1)
+    throw new CliError('USAGE', `${name} must be a positive integer, got ${JSON.stringify(text)}`);
   return n;
 }
 
@@ -248,37 +266,66 @@ async function findSummary(store: SessionStore, id: string): Promise<SessionSumm
   return undefined;
 }
 
-/** NOT_FOUND, or AUDITED_MISSING when the audit log says the session should be there. */
+/**
+ * NOT_FOUND, or AUDITED_MISSING when the audit log says the session should be there. When the
+ * trash cannot be opened, the audit log alone still tells AUDITED_MISSING; otherwise the session
+ * may be in that trash, and the failure to open it is the answer, never "does not exist".
+ */
 async function absent(ctx: Context, main: Backend, id: string): Promise<never> {
-  let lifecycle: Lifecycle | undefined;
+  let lifecycle: Lifecycle;
   try {
     lifecycle = await openLifecycleFor(ctx, main);
-  } catch {
-    // Without a trash or audit log we can only say what the store says.
+  } catch (error) {
+    throw await auditedMissingWithoutTrash(ctx, main, id, error);
   }
-  if (lifecycle !== undefined) {
-    const where = await lifecycle.locate(id);
-    if (where.status === 'audited-missing') throw new CliError('AUDITED_MISSING', where.message);
-    if (where.status === 'trashed') {
-      throw new TidemarkError(
-        'NOT_FOUND',
-        `session ${id} is in the trash since ${where.entry.trashedAt} (tidemark trash restore ${id})`,
-        {
-          sessionId: id,
-        },
-      );
-    }
-    if (where.status === 'removed') {
-      throw new TidemarkError(
-        'NOT_FOUND',
-        `session ${id} was ${where.lastEntry.action} at ${where.lastEntry.time}`,
-        { sessionId: id },
-      );
-    }
+  const where = await lifecycle.locate(id);
+  if (where.status === 'audited-missing') throw new CliError('AUDITED_MISSING', where.message);
+  if (where.status === 'trashed') {
+    throw new TidemarkError(
+      'NOT_FOUND',
+      `session ${id} is in the trash since ${where.entry.trashedAt} (tidemark trash restore ${id})`,
+      {
+        sessionId: id,
+      },
+    );
+  }
+  if (where.status === 'removed') {
+    throw new TidemarkError(
+      'NOT_FOUND',
+      `session ${id} was ${where.lastEntry.action} at ${where.lastEntry.time}`,
+      { sessionId: id },
+    );
   }
   throw new TidemarkError('NOT_FOUND', `session ${id} does not exist in ${main.address.text}`, {
     sessionId: id,
   });
+}
+
+/**
+ * What {@link absent} says when the trash cannot be opened (`trashError`): AUDITED_MISSING when
+ * the audit log's last entry for this store is not a removal (a move to the trash is recorded
+ * before the session leaves the store), else `trashError` itself.
+ */
+async function auditedMissingWithoutTrash(
+  ctx: Context,
+  main: Backend,
+  id: string,
+  trashError: unknown,
+): Promise<unknown> {
+  let history: AuditEntry[];
+  try {
+    history = await auditLog(ctx).history(id, main.address.text);
+  } catch {
+    return trashError;
+  }
+  const last = history[history.length - 1];
+  if (last === undefined || last.action === 'deleted' || last.action === 'pruned' || last.action === 'purged')
+    return trashError;
+  return new CliError(
+    'AUDITED_MISSING',
+    `session ${id}: audited but missing from ${main.address.text} (last audit entry: ${last.action} at ${last.time}; ` +
+      `the trash could not be checked: ${describeFailure(trashError).message})`,
+  );
 }
 
 async function readEvents(store: SessionStore, id: string): Promise<SessionEvent[]> {
@@ -291,7 +338,7 @@ async function readEvents(store: SessionStore, id: string): Promise<SessionEvent
 
 async function cmdList(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
-  const limit = ctx.values.limit === undefined ? undefined : positiveNumber(ctx.values.limit, '--limit', 100);
+  const limit = ctx.values.limit === undefined ? undefined : positiveInteger(ctx.values.limit, '--limit');
   const sessions: SessionSummary[] = [];
   const problems: { id: string; code: string; message: string }[] = [];
   let cursor: string | undefined;
@@ -375,7 +422,7 @@ async function cmdDelete(ctx: Context): Promise<number> {
 async function cmdPrune(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
   const lifecycle = await openLifecycleFor(ctx, main, true);
-  const olderThanDays = positiveNumber(ctx.values['older-than'], '--older-than', 30);
+  const olderThanDays = days(ctx.values['older-than'], '--older-than', 30);
   const report = await lifecycle.prune({ olderThanDays, dryRun: ctx.values.yes !== true });
   if (ctx.values.json) {
     printJson(ctx.io, {
@@ -683,55 +730,28 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     throw new CliError('USAGE', 'migrate: --from and --to are the same store');
   const from = await open(ctx, fromAddress, true);
   const to = await open(ctx, toAddress);
-  const summaries = new Map<string, SessionSummary>();
-  const problems: { id: string; code: string; message: string }[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await from.store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    for (const summary of page.sessions) summaries.set(summary.id, summary);
-    problems.push(...page.problems.map((p) => ({ id: p.id, code: p.error.code, message: p.error.message })));
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  // In id order, so that a resumed migration walks the sessions in the same order.
-  const ids = [...summaries.keys()].sort();
   const audit = auditLog(ctx);
   const tty = ctx.io.stderr.isTTY === true;
-  const results: { id: string; outcome: string; events: number; appended: number; hash: string }[] = [];
-  const failed: { id: string; code: string; message: string }[] = [];
-  let totalEvents = 0;
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i]!;
-    if (tty) ctx.io.stderr.write(`\r${progressBar(i, ids.length, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
-    try {
-      // The summary from list spares a load: the source is only read, never repaired.
-      const result = await copySession(from.store, to.store, id, { sourceSummary: summaries.get(id)! });
-      results.push({
-        id,
-        outcome: result.outcome,
-        events: result.events,
-        appended: result.appended,
-        hash: result.hash,
-      });
-      totalEvents += result.events;
-      if (result.outcome !== 'complete') {
-        await audit.record('migrated', id, toAddress.text, {
+  const { ids, results, failed, problems, missing, unverified } = await migrateSessions(
+    from.store,
+    to.store,
+    {
+      onProgress: (done, total, id) => {
+        if (!tty) return;
+        if (id !== undefined)
+          ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
+        else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
+      },
+      onCopied: async (result) => {
+        await audit.record('migrated', result.id, toAddress.text, {
           from: fromAddress.text,
           events: result.events,
           hash: result.hash,
         });
-      }
-    } catch (error) {
-      const { code, message } = describeFailure(error);
-      failed.push({ id, code, message });
-    }
-  }
-  if (tty) ctx.io.stderr.write(`\r${progressBar(ids.length, ids.length, 'sessions')}\u001b[K\n`);
-  // Verification pass over the target: every source session present with the same count.
-  const missing: string[] = [];
-  for (const r of results) {
-    const summary = await findSummary(to.store, r.id);
-    if (summary === undefined || summary.eventCount !== r.events) missing.push(r.id);
-  }
+      },
+    },
+  );
+  const totalEvents = results.reduce((sum, r) => sum + r.events, 0);
   const counts = {
     sessions: ids.length,
     copied: results.filter((r) => r.outcome === 'copied').length,
@@ -739,7 +759,7 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     alreadyComplete: results.filter((r) => r.outcome === 'complete').length,
     events: totalEvents,
   };
-  const ok = failed.length === 0 && problems.length === 0 && missing.length === 0;
+  const ok = failed.length === 0 && problems.length === 0 && missing.length === 0 && unverified.length === 0;
   if (ctx.values.json) {
     printJson(ctx.io, {
       from: fromAddress.text,
@@ -749,7 +769,14 @@ async function cmdMigrate(ctx: Context): Promise<number> {
       failed,
       problems,
       missing,
-      sessionsDetail: results,
+      unverified,
+      sessionsDetail: results.map(({ id, outcome, events, appended, hash }) => ({
+        id,
+        outcome,
+        events,
+        appended,
+        hash,
+      })),
     });
   } else {
     print(
@@ -764,6 +791,8 @@ async function cmdMigrate(ctx: Context): Promise<number> {
     for (const p of problems)
       ctx.io.stderr.write(`${ctx.err.red('unreadable in source')}: ${p.id}: ${p.code}: ${p.message}\n`);
     for (const m of missing) ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${m}\n`);
+    for (const u of unverified)
+      ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${u.id}: ${u.code}: ${u.message}\n`);
   }
   return ok ? EXIT_CODES.OK : EXIT_CODES.PROBLEMS;
 }
@@ -787,8 +816,10 @@ async function cmdActive(ctx: Context): Promise<number> {
 async function cmdConfig(ctx: Context): Promise<number> {
   const set = ctx.values['set-store'];
   if (set !== undefined) {
-    parseStoreAddress(set, ctx.io.cwd);
-    ctx.config = { ...ctx.config, store: set };
+    const address = parseStoreAddress(set, ctx.io.cwd);
+    // Resolved where it was typed: a relative path kept as is would name another (new, empty)
+    // store in every other directory. A postgres URL is kept whole (its text hides the password).
+    ctx.config = { ...ctx.config, store: address.kind === 'postgres' ? address.url : address.text };
     await writeFileAtomic(join(ctx.home, 'config.json'), `${JSON.stringify(ctx.config, null, 2)}\n`);
   }
   const effective = { home: ctx.home, store: mainAddress(ctx).text, file: ctx.config };

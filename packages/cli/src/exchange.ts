@@ -74,7 +74,8 @@ function invalid(line: number, message: string): TidemarkError {
 /**
  * Parses an export stream. Pure. Every event is validated like an append would, seqs must run
  * 0, 1, 2, ... and the count must match the header.
- * @throws TidemarkError INVALID naming the line, UNSUPPORTED_FORMAT for a newer version.
+ * @throws TidemarkError INVALID naming the line (a missing or malformed `version` too),
+ * UNSUPPORTED_FORMAT for a newer version.
  */
 export function parseExport(text: string): ParsedExport {
   const lines = text.split('\n');
@@ -89,13 +90,15 @@ export function parseExport(text: string): ParsedExport {
   if (typeof header !== 'object' || header === null || header.format !== EXPORT_FORMAT) {
     throw invalid(1, `not a tidemark export (expected "format": "${EXPORT_FORMAT}")`);
   }
-  if (typeof header.version === 'number' && !(Number.isSafeInteger(header.version) && header.version >= 1)) {
-    throw invalid(1, `the header's version must be a positive integer, got ${String(header.version)}`);
+  const version: unknown = header.version;
+  if (version === undefined) throw invalid(1, `the header has no "version" (expected ${EXPORT_VERSION})`);
+  if (!(typeof version === 'number' && Number.isSafeInteger(version) && version >= 1)) {
+    throw invalid(1, `the header's version must be a positive integer, got ${JSON.stringify(version)}`);
   }
-  if (typeof header.version !== 'number' || header.version > EXPORT_VERSION) {
+  if (version > EXPORT_VERSION) {
     throw new TidemarkError(
       'UNSUPPORTED_FORMAT',
-      `import: export version ${String(header.version)} is newer than this code knows (${EXPORT_VERSION})`,
+      `import: export version ${version} is newer than this code knows (${EXPORT_VERSION})`,
     );
   }
   if (

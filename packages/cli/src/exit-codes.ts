@@ -39,7 +39,7 @@ export class CliError extends Error {
 
 /** The code and one-line message of any thrown value; unknown errors are INTERNAL. */
 export function describeFailure(error: unknown): { code: CliCode; message: string; expected: boolean } {
-  if (error instanceof CliError) return { code: error.code, message: error.message, expected: true };
+  if (error instanceof CliError) return { code: error.code, message: oneLine(error.message), expected: true };
   if (isTidemarkError(error)) {
     const where = error.location;
     const at =

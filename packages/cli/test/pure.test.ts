@@ -30,6 +30,22 @@ describe('store addresses', () => {
     }
   });
 
+  it('expands a leading ~ or ~/ to the home directory passed in, and nothing else', () => {
+    expect(parseStoreAddress('sqlite:~/s.db', '/w', '/home/me')).toEqual({
+      kind: 'sqlite',
+      file: '/home/me/s.db',
+      text: 'sqlite:/home/me/s.db',
+    });
+    expect(parseStoreAddress('jsonl:~', '/w', '/home/me')).toMatchObject({ dir: '/home/me' });
+    expect(parseStoreAddress('jsonl:~/.tidemark/sessions', '/w', '/home/me')).toMatchObject({
+      dir: '/home/me/.tidemark/sessions',
+    });
+    // ~user, a ~ inside the path and an absolute path stay as they are.
+    expect(parseStoreAddress('jsonl:~bob/x', '/w', '/home/me')).toMatchObject({ dir: '/w/~bob/x' });
+    expect(parseStoreAddress('jsonl:a/~/b', '/w', '/home/me')).toMatchObject({ dir: '/w/a/~/b' });
+    expect(parseStoreAddress('sqlite:/x/~/s.db', '/w', '/home/me')).toMatchObject({ file: '/x/~/s.db' });
+  });
+
   it('defaults to jsonl:$TIDEMARK_HOME/sessions', () => {
     expect(tidemarkHome({ TIDEMARK_HOME: '/h' })).toBe('/h');
     expect(defaultStoreAddress({ TIDEMARK_HOME: '/h' })).toBe('jsonl:/h/sessions');
@@ -54,6 +70,14 @@ describe('exit codes and failures', () => {
     });
     expect(describeFailure(new CliError('USAGE', 'x'))).toMatchObject({ code: 'USAGE', expected: true });
     expect(describeFailure(new RangeError('boom'))).toMatchObject({ code: 'INTERNAL', expected: false });
+  });
+
+  it('puts a multi-line CliError message (e.g. from parseArgs) on one line', () => {
+    expect(describeFailure(new CliError('USAGE', 'ambiguous.\nDid you forget?\n  Use --x=-1.'))).toEqual({
+      code: 'USAGE',
+      message: 'ambiguous. Did you forget? Use --x=-1.',
+      expected: true,
+    });
   });
 });
 
@@ -100,6 +124,19 @@ describe('export format', () => {
     expect(() => parseExport('')).toThrow(/empty input/);
     const newer = header.replace('"version":1', '"version":99');
     expect(() => parseExport(`${newer}\n`)).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_FORMAT' }));
+    // A header without a version, or with one that is not a number, is bad input naming the
+    // field, not "a newer version".
+    const unversioned = JSON.stringify({ ...JSON.parse(header), version: undefined });
+    const texts = [
+      unversioned,
+      header.replace('"version":1', '"version":"1"'),
+      header.replace('"version":1', '"version":null'),
+    ];
+    for (const text of texts) {
+      expect(() => parseExport(`${text}\n${e0}\n${e1}\n`)).toThrow(
+        expect.objectContaining({ code: 'INVALID', message: expect.stringMatching(/line 1: .*version/) }),
+      );
+    }
     const bad = JSON.stringify({ seq: 0, type: 'x', time: 'yesterday', data: 1 });
     expect(() => parseExport(`${header}\n${bad}\n${e1}\n`)).toThrow(
       expect.objectContaining({ code: 'INVALID' }),

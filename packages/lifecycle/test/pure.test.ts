@@ -49,6 +49,20 @@ describe('planPrune', () => {
   });
 });
 
+describe('planPrune bounds', () => {
+  it('rejects an age whose cutoff is no valid date with INVALID, not a RangeError', () => {
+    for (const days of [1e9, Number.POSITIVE_INFINITY, Number.NaN, -1]) {
+      expect(() => planPrune([summary('a', 1)], new Set(), days, NOW)).toThrow(
+        expect.objectContaining({ name: 'TidemarkError', code: 'INVALID' }),
+      );
+    }
+    // The oldest cutoff a Date holds is still a plan.
+    const far = planPrune([summary('a', 1)], new Set(), 1e6, NOW);
+    expect(Date.parse(far.cutoff)).toBe(NOW.getTime() - 1e6 * DAY_MS);
+    expect(far.toTrash).toEqual([]);
+  });
+});
+
 describe('isPurgeable', () => {
   it('is false before the grace period ends and true from its end', () => {
     const t = NOW.toISOString();
