@@ -61,4 +61,20 @@ describe('JSONL directories found existing are made durable before use', () => {
     expect(states).toBeGreaterThan(1);
     expect(lost).toEqual([]);
   });
+
+  it('a root made two levels deep (mkdir -p of ~/.tidemark/sessions) by a killed process: every ancestor entry is synced', async () => {
+    const crash = new CrashFs();
+    await crash.mkdir('/home', { recursive: true });
+    crash.checkpoint();
+    await crash.mkdir('/home/.tidemark'); // the creator died before any fsync
+    await crash.mkdir('/home/.tidemark/sessions');
+    const root = '/home/.tidemark/sessions';
+    const store = await openJsonlStore({ root, fs: crash });
+    await store.create({ id: 'acked' });
+    expect(await store.append('acked', ev(0))).toEqual({ nextSeq: 1 });
+    const { states, lost } = await lostInCrashStates(crash, root, 'acked');
+    await store.close();
+    expect(states).toBeGreaterThan(1);
+    expect(lost).toEqual([]);
+  });
 });

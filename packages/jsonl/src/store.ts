@@ -1434,16 +1434,10 @@ export class JsonlStore implements SessionStore {
         );
       }
       if (!this.rootEntrySynced) {
-        // Found, not made: its creator may have been killed before syncing its entry, and every
-        // log published under it would vanish with it at a power loss. Once per store instance.
-        // A parent this user may not read (EACCES/EPERM) is someone else's to keep durable.
-        try {
-          await this.fs.syncDir(dirname(this.root));
-        } catch (error) {
-          const errno = errnoOf(error);
-          if (errno !== 'EACCES' && errno !== 'EPERM')
-            throw toIoError(error, `syncing ${dirname(this.root)}`, id);
-        }
+        // Found, not made: its creator (`mkdir -p`) may have been killed before syncing the new
+        // entries, and every log published under it would vanish with them at a power loss. So
+        // each ancestor's entry is synced, once per store instance.
+        for (let dir = this.root; dir !== dirname(dir); dir = dirname(dir)) await this.syncParentOf(dir, id);
         this.rootEntrySynced = true;
       }
       return;
@@ -1456,7 +1450,22 @@ export class JsonlStore implements SessionStore {
       created.unshift(dir);
     }
     await io(`creating ${this.root}`, id, () => this.fs.mkdir(this.root, { recursive: true, mode: 0o700 }));
-    for (const dir of created) await io(`syncing ${dirname(dir)}`, id, () => this.fs.syncDir(dirname(dir)));
+    for (const dir of created) await this.syncParentOf(dir, id);
+    this.rootEntrySynced = true;
+  }
+
+  /**
+   * Makes the entry of `dir` in its parent durable. A parent this user may not read (EACCES,
+   * EPERM: writable and searchable but not readable) cannot be opened to sync; keeping it durable
+   * is then its owner's affair, and refusing every append would help no one.
+   */
+  private async syncParentOf(dir: string, id: string): Promise<void> {
+    try {
+      await this.fs.syncDir(dirname(dir));
+    } catch (error) {
+      const errno = errnoOf(error);
+      if (errno !== 'EACCES' && errno !== 'EPERM') throw toIoError(error, `syncing ${dirname(dir)}`, id);
+    }
   }
 
   // ---------------------------------------------------------------- plumbing

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isTidemarkError } from '@tidemark/core';
@@ -52,6 +52,7 @@ async function seeded(root: string): Promise<void> {
 interface Outcome {
   op: string;
   ok: boolean;
+  value?: unknown;
   code?: string;
   errno?: string;
 }
@@ -144,6 +145,34 @@ describe('separate processes', () => {
       ['load', false, 'IO', 'EACCES'],
       ['append', false, 'IO', 'EACCES'],
       ['create', false, 'IO', 'EACCES'],
+    ]);
+  });
+});
+
+describe('a parent the user may write and search but not read', () => {
+  // Such a parent cannot be opened to fsync the root's entry; that is its owner's affair, and the
+  // store must still work rather than refuse every first append.
+  it.each([
+    ['the root is missing (parent 0733)', 0o733, false],
+    ['the root exists (parent 0711)', 0o711, true],
+  ])('%s: the first append lands and reads back', async (_name, mode, rootExists) => {
+    const parent = join(tempDir(), 'parent');
+    const root = join(parent, 'root');
+    mkdirSync(parent);
+    if (rootExists) {
+      mkdirSync(root, { mode: 0o700 });
+      chownSync(root, 65534, 65534);
+    }
+    chmodSync(parent, mode);
+    chmodSync(dirname(parent), 0o755);
+    const results = await runChild<Outcome[]>(
+      { mode: 'first-append', root, id: 's' },
+      { uid: 65534, gid: 65534 },
+    );
+    expect(results.map((r) => [r.op, r.ok, r.ok ? r.value : r.code])).toEqual([
+      ['create', true, 's'],
+      ['append', true, { nextSeq: 1 }],
+      ['load', true, 1],
     ]);
   });
 });
