@@ -77,7 +77,7 @@ export type MigrationPlan =
   | { kind: 'current' }
   | { kind: 'migrate'; from: number; to: number }
   | { kind: 'newer'; found: number }
-  | { kind: 'foreign'; applicationId: number; userVersion: number };
+  | { kind: 'foreign'; applicationId: number; userVersion: number; schemaObjects?: number };
 
 /**
  * Decides what to do with a database from its `user_version` and `application_id` (pure).
@@ -89,9 +89,14 @@ export function planMigration(
   userVersion: number,
   applicationId: number,
   known = SQLITE_SCHEMA_VERSION,
+  schemaObjects = 0,
 ): MigrationPlan {
   if (applicationId !== SQLITE_APPLICATION_ID && (applicationId !== 0 || userVersion !== 0))
     return { kind: 'foreign', applicationId, userVersion };
+  // Version 0 without an id is a fresh file only when it is empty: tables, indexes or views of
+  // its own make it another program's database (most never set user_version).
+  if (applicationId === 0 && schemaObjects > 0)
+    return { kind: 'foreign', applicationId, userVersion, schemaObjects };
   if (userVersion > known) return { kind: 'newer', found: userVersion };
   if (userVersion === known && applicationId === SQLITE_APPLICATION_ID) return { kind: 'current' };
   return { kind: 'migrate', from: userVersion, to: known };
@@ -100,11 +105,12 @@ export function planMigration(
 function headerOf(
   db: Database.Database,
   step: ((name: 'PRAGMA user_version') => void) | undefined,
-): { userVersion: number; applicationId: number } {
+): { userVersion: number; applicationId: number; schemaObjects: number } {
   step?.('PRAGMA user_version');
   return {
     userVersion: db.pragma('user_version', { simple: true }) as number,
     applicationId: db.pragma('application_id', { simple: true }) as number,
+    schemaObjects: db.prepare('SELECT count(*) FROM sqlite_master').pluck().get() as number,
   };
 }
 
@@ -112,9 +118,11 @@ function refuse(plan: MigrationPlan, file: string): never {
   if (plan.kind === 'newer') throw errors.unsupportedFormat(plan.found, SQLITE_SCHEMA_VERSION);
   if (plan.kind === 'foreign') {
     const whose =
-      plan.applicationId === 0
-        ? `is not a tidemark database (user_version ${plan.userVersion} without tidemark's application_id)`
-        : `belongs to another application (application_id ${plan.applicationId})`;
+      plan.applicationId !== 0
+        ? `belongs to another application (application_id ${plan.applicationId})`
+        : plan.schemaObjects !== undefined
+          ? `is not a tidemark database (it holds ${plan.schemaObjects} tables, indexes or views of its own and no tidemark header)`
+          : `is not a tidemark database (user_version ${plan.userVersion} without tidemark's application_id)`;
     throw new TidemarkError('UNSUPPORTED_FORMAT', `${file} ${whose}; tidemark will not write into it`);
   }
   throw new Error(`unreachable: ${plan.kind}`);
@@ -131,7 +139,7 @@ export function refuseUnknown(
   step?: (name: 'PRAGMA user_version') => void,
 ): void {
   const head = headerOf(db, step);
-  const plan = planMigration(head.userVersion, head.applicationId);
+  const plan = planMigration(head.userVersion, head.applicationId, SQLITE_SCHEMA_VERSION, head.schemaObjects);
   if (plan.kind !== 'current' && plan.kind !== 'migrate') refuse(plan, file);
 }
 
@@ -146,7 +154,12 @@ export function migrate(
   step?: (name: 'PRAGMA user_version' | 'BEGIN IMMEDIATE' | 'CREATE TABLE' | 'COMMIT' | 'ROLLBACK') => void,
 ): void {
   const head = headerOf(db, step);
-  const first = planMigration(head.userVersion, head.applicationId);
+  const first = planMigration(
+    head.userVersion,
+    head.applicationId,
+    SQLITE_SCHEMA_VERSION,
+    head.schemaObjects,
+  );
   if (first.kind === 'current') return;
   if (first.kind !== 'migrate') refuse(first, file);
   step?.('BEGIN IMMEDIATE');
@@ -154,7 +167,12 @@ export function migrate(
   try {
     // Another process may have migrated between the first look and our write lock.
     const header = headerOf(db, step);
-    const plan = planMigration(header.userVersion, header.applicationId);
+    const plan = planMigration(
+      header.userVersion,
+      header.applicationId,
+      SQLITE_SCHEMA_VERSION,
+      header.schemaObjects,
+    );
     if (plan.kind === 'migrate') {
       for (let version = plan.from; version < plan.to; version++) {
         step?.('CREATE TABLE');

@@ -3,7 +3,7 @@
 // inside a transaction, so two calls of one instance never interleave; other instances and
 // processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
 import { closeSync, constants, fsyncSync, lstatSync, mkdirSync, openSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import {
   type AppendResult,
   applyPatch,
@@ -252,6 +252,9 @@ class SqliteStore implements SessionStore {
   private readonly hook: StepHook | undefined;
   private closed = false;
 
+  /** The WAL file close() syncs (relaxed durability), as an absolute path. */
+  private readonly walOnClose: string | undefined;
+
   constructor(
     private readonly db: Database.Database,
     private readonly file: string,
@@ -261,6 +264,9 @@ class SqliteStore implements SessionStore {
     this.isBoundary = boundaryPredicate(options.boundaryTypes);
     this.stmts = prepareStatements(db);
     this.relaxed = options.durability === 'relaxed';
+    // Resolved now: SQLite opened the file relative to the working directory of this moment, and
+    // a later chdir must not make close() sync some other file.
+    this.walOnClose = walToSyncOnClose(file === ':memory:' ? file : resolve(file), options.durability);
     this.hook = options.beforeStorageStep;
   }
 
@@ -733,7 +739,7 @@ class SqliteStore implements SessionStore {
     // another process, a CLI) may keep the database open: sync the WAL here, so the loss window
     // of `durability: 'relaxed'` ends at close() either way.
     let syncError: unknown;
-    const wal = walToSyncOnClose(this.file, this.options.durability);
+    const wal = this.walOnClose;
     if (wal !== undefined) {
       try {
         syncWalFile(wal, this.internals.fsync);

@@ -32,6 +32,25 @@ describe('planMigration', () => {
     });
     expect(planMigration(0, 0, 3)).toEqual({ kind: 'migrate', from: 0, to: 3 });
   });
+
+  // Most programs never set user_version: version 0 without an id is fresh only when empty.
+  it('treats version 0 without an id but with schema objects as foreign', () => {
+    expect(planMigration(0, 0, SQLITE_SCHEMA_VERSION, 0)).toEqual({
+      kind: 'migrate',
+      from: 0,
+      to: SQLITE_SCHEMA_VERSION,
+    });
+    expect(planMigration(0, 0, SQLITE_SCHEMA_VERSION, 2)).toEqual({
+      kind: 'foreign',
+      applicationId: 0,
+      userVersion: 0,
+      schemaObjects: 2,
+    });
+    // Ours, with our tables: current, whatever the count.
+    expect(planMigration(SQLITE_SCHEMA_VERSION, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, 7)).toEqual({
+      kind: 'current',
+    });
+  });
 });
 
 /** Another program's database in rollback-journal mode, as it would hand one to us. */
@@ -49,6 +68,7 @@ describe('a refused database is left untouched', () => {
     ['another application_id', 3, 0x12345678],
     ['a newer tidemark user_version', SQLITE_SCHEMA_VERSION + 1, SQLITE_APPLICATION_ID],
     ['a user_version without an application_id', 1, 0],
+    ['tables of its own and no header at all', 0, 0],
   ])(
     '%s: UNSUPPORTED_FORMAT naming the file, same bytes, still rollback-journal mode',
     async (_, uv, appId) => {
@@ -96,8 +116,12 @@ describe('migrate', () => {
 
   it('rolls a failed migration back whole', () => {
     const db = new Database(join(tempDir(), 'b.db'));
-    db.exec('CREATE TABLE quarantine (x)'); // makes step 0 fail half way
-    expect(() => migrate(db, 'b.db')).toThrow();
+    let headerSteps = 0;
+    // Fails after the tables were created, when the version is about to be stamped.
+    const failLate = (name: string) => {
+      if (name === 'PRAGMA user_version' && ++headerSteps === 3) throw new Error('injected');
+    };
+    expect(() => migrate(db, 'b.db', failLate)).toThrow('injected');
     expect(db.pragma('user_version', { simple: true })).toBe(0);
     expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = 'sessions'").pluck().get()).toBe(0);
     expect(db.inTransaction).toBe(false);

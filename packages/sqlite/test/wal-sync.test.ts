@@ -109,3 +109,36 @@ describe('close() with another connection on the database', () => {
     await store.close(); // a second close is a no-op, as before
   });
 });
+
+describe('a store opened by a relative path', () => {
+  it('syncs its own WAL at close() after the process changed directory', async () => {
+    const dir = tempDir();
+    const elsewhere = tempDir();
+    const before = process.cwd();
+    const synced: number[] = [];
+    process.chdir(dir);
+    try {
+      const store = await openSqliteStoreWith(
+        { path: 'rel.db', durability: 'relaxed' },
+        {
+          fsync(fd) {
+            synced.push(fstatSync(fd).ino);
+            fsyncSync(fd);
+          },
+        },
+      );
+      const bystander = new Database(join(dir, 'rel.db')); // keeps the WAL from being checkpointed away
+      await store.create({ id: 's' });
+      await store.append('s', events(0, 1));
+      const wal = statSync(join(dir, 'rel.db-wal')).ino;
+      // A decoy where the relative path would now point.
+      writeFileSync(join(elsewhere, 'rel.db-wal'), 'not this one');
+      process.chdir(elsewhere);
+      await store.close();
+      expect(synced).toEqual([wal]);
+      bystander.close();
+    } finally {
+      process.chdir(before);
+    }
+  });
+});
