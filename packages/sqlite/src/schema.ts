@@ -107,11 +107,30 @@ function headerOf(
   step: ((name: 'PRAGMA user_version') => void) | undefined,
 ): { userVersion: number; applicationId: number; schemaObjects: number } {
   step?.('PRAGMA user_version');
-  return {
+  const read = () => ({
     userVersion: db.pragma('user_version', { simple: true }) as number,
     applicationId: db.pragma('application_id', { simple: true }) as number,
     schemaObjects: db.prepare('SELECT count(*) FROM sqlite_master').pluck().get() as number,
-  };
+  });
+  if (db.inTransaction) return read();
+  // One read transaction: another process migrating the file meanwhile must be seen before or
+  // after its commit, never half (tables counted, header not yet), which would look foreign.
+  db.exec('BEGIN');
+  let header: ReturnType<typeof read>;
+  try {
+    header = read();
+  } catch (error) {
+    if (db.inTransaction) {
+      try {
+        db.exec('ROLLBACK');
+      } catch {
+        // The read's error says more.
+      }
+    }
+    throw error;
+  }
+  db.exec('COMMIT');
+  return header;
 }
 
 function refuse(plan: MigrationPlan, file: string): never {

@@ -824,6 +824,26 @@ function prepareFile(file: string): { lstatError?: unknown } {
 }
 
 /**
+ * Runs the steps of opening again while they fail with SQLITE_BUSY, for up to `timeoutMs`. Several
+ * processes opening one fresh file at once contend for the locks of the journal-mode switch and
+ * the migration, and some of those paths answer BUSY at once instead of waiting in the busy
+ * handler (a separate-process test saw it when the version header came to be read before the
+ * switch). Every step is idempotent, so a retry is safe.
+ */
+async function retryWhileBusy(timeoutMs: number, steps: () => void): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      steps();
+      return;
+    } catch (error) {
+      if (!sqliteCodeOf(error)?.startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
+    }
+  }
+}
+
+/**
  * Opens (creating if needed) a SQLite session store: WAL, `synchronous=FULL` (`NORMAL` when
  * `durability: 'relaxed'`), `foreign_keys=ON`, STRICT tables, schema migrated to
  * {@link SQLITE_SCHEMA_VERSION}.
@@ -861,23 +881,26 @@ export async function openSqliteStoreWith(
         throw toIoError(lstatError, `opening ${file}`);
       throw error;
     }
-    // Refuse a newer or foreign database while it is untouched: switching to WAL rewrites its header.
-    refuseUnknown(db, file, step);
-    if (!memory) {
-      step?.('PRAGMA journal_mode');
-      const mode = db.pragma('journal_mode = WAL', { simple: true });
-      if (mode !== 'wal')
-        throw new TidemarkError('IO', `opening ${file}: SQLite refused WAL mode (got ${String(mode)})`);
-    }
-    step?.('PRAGMA synchronous');
-    db.pragma(`synchronous = ${o.durability === 'relaxed' ? 'NORMAL' : 'FULL'}`);
-    step?.('PRAGMA foreign_keys');
-    db.pragma('foreign_keys = ON');
-    if (o.maxPageCount !== undefined) {
-      step?.('PRAGMA max_page_count');
-      db.pragma(`max_page_count = ${o.maxPageCount}`);
-    }
-    migrate(db, file, step);
+    const opened = db;
+    await retryWhileBusy(o.busyTimeoutMs ?? 5000, () => {
+      // Refuse a newer or foreign database while it is untouched: switching to WAL rewrites its header.
+      refuseUnknown(opened, file, step);
+      if (!memory) {
+        step?.('PRAGMA journal_mode');
+        const mode = opened.pragma('journal_mode = WAL', { simple: true });
+        if (mode !== 'wal')
+          throw new TidemarkError('IO', `opening ${file}: SQLite refused WAL mode (got ${String(mode)})`);
+      }
+      step?.('PRAGMA synchronous');
+      opened.pragma(`synchronous = ${o.durability === 'relaxed' ? 'NORMAL' : 'FULL'}`);
+      step?.('PRAGMA foreign_keys');
+      opened.pragma('foreign_keys = ON');
+      if (o.maxPageCount !== undefined) {
+        step?.('PRAGMA max_page_count');
+        opened.pragma(`max_page_count = ${o.maxPageCount}`);
+      }
+      migrate(opened, file, step);
+    });
     const store = new SqliteStore(db, file, o, internals);
     connectionOf.set(store, db);
     return store;

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -151,6 +152,44 @@ describe('migrate', () => {
     db.close();
     await rejectsWith(openSqliteStore({ path }), 'UNSUPPORTED_FORMAT');
   });
+
+  it('separate processes opening fresh files at the same instant all open them (none is taken for foreign)', async () => {
+    const dir = tempDir();
+    const files = 25;
+    const start = Date.now() + 800; // every child has loaded by then
+    const script = `
+      const { openSqliteStore } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+      const out = [];
+      for (let i = 0; i < ${files}; i++) {
+        const at = ${start} + i * 30;
+        while (Date.now() < at) await new Promise((r) => setTimeout(r, 1));
+        out.push(await openSqliteStore({ path: ${JSON.stringify(dir)} + '/f' + i + '.db' }).then(
+          async (s) => { await s.close(); return 'ok'; },
+          (e) => e.code + ': ' + e.message,
+        ));
+      }
+      console.log(JSON.stringify(out));
+    `;
+    const run = () =>
+      new Promise<string[]>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (c: Buffer) => {
+          stdout += c.toString();
+        });
+        child.stderr.on('data', (c: Buffer) => {
+          stderr += c.toString();
+        });
+        child.on('close', (code) =>
+          code === 0 ? resolve(JSON.parse(stdout) as string[]) : reject(new Error(stderr)),
+        );
+      });
+    const results = await Promise.all([run(), run(), run(), run()]);
+    for (const result of results) expect(result).toEqual(Array.from({ length: files }, () => 'ok'));
+  }, 60_000);
 
   it('lets two processes worth of openers race on a fresh file', async () => {
     const path = join(tempDir(), 'race.db');
