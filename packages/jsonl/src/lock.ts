@@ -178,12 +178,6 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
 const liveGuards = new Set<string>();
 
 /**
- * A takeover that takes longer than this is presumed dead even if its pid lives (its guard was
- * left by a failed removal, or the pid was reused): a takeover is a few system calls.
- */
-export const TAKEOVER_GUARD_MAX_AGE_MS = 10_000;
-
-/**
  * Removes the stale lock at `path`, holding a takeover guard. Returns without removing anything
  * when the lock changed since it was judged stale (the caller looks at it again).
  *
@@ -191,8 +185,10 @@ export const TAKEOVER_GUARD_MAX_AGE_MS = 10_000;
  * so no taker ever has to remove another's guard to proceed. A taker creates its guard, then
  * lists the guards: if any other is live it withdraws (CONFLICT, retryable). Of two takers, the
  * one that listed second sees the other's guard, so at most one proceeds (create, then check).
- * Dead guards (holder gone, or older than {@link TAKEOVER_GUARD_MAX_AGE_MS}) are ignored and
- * removed, which is safe because nothing depends on their presence.
+ * Dead guards (holder process gone) are ignored and removed, which is safe because nothing depends
+ * on their presence. A live holder's guard never expires, however slow its takeover (a stopped
+ * process, a stalled disk): expiring it would let a second taker in while the first may still
+ * remove the lock.
  * @throws TidemarkError CONFLICT (retryable) when another live taker holds a guard.
  */
 async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
@@ -206,7 +202,7 @@ async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Ui
     try {
       const names = await io(`reading ${dirname(path)}`, id, () => fs.readdir(dirname(path)));
       for (const name of names) {
-        if (!name.startsWith(prefix) || name === basename(guard) || name.includes('.tmp')) continue;
+        if (!isGuardName(name, prefix) || name === basename(guard)) continue;
         const other = join(dirname(path), name);
         if (await isLiveGuard(fs, other, id))
           throw errors.conflict(`session ${id} is being taken over by another writer (${other})`, id, true);
@@ -231,6 +227,19 @@ async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Ui
 /** Between a lock's name and a guard's token. */
 const GUARD_INFIX = '.takeover.';
 
+/** A guard token: 12 random bytes in hex. */
+const GUARD_TOKEN = /^[0-9a-f]{24}$/;
+
+/**
+ * Whether `name` is a guard of the lock whose guards start with `prefix` (pure). Exactly a token
+ * after the prefix: ids may contain `.lock.takeover.` or `.tmp` themselves, and the lock of such a
+ * session (which ends in `.lock`) or a temp file (which starts with a dot) must never be taken for
+ * a guard of another session's lock.
+ */
+export function isGuardName(name: string, prefix: string): boolean {
+  return name.startsWith(prefix) && GUARD_TOKEN.test(name.slice(prefix.length));
+}
+
 /** Whether the guard at `guard` belongs to a takeover still under way. */
 async function isLiveGuard(fs: FileSystem, guard: string, id: string): Promise<boolean> {
   const bytes = await ioOrAbsent(`reading lock ${guard}`, id, () => fs.readFile(guard));
@@ -239,9 +248,7 @@ async function isLiveGuard(fs: FileSystem, guard: string, id: string): Promise<b
   if (record === undefined) return false; // published complete, so only a power loss garbles one
   if (record.host !== HOST) return true;
   if (record.pid === process.pid) return liveGuards.has(record.token);
-  if (!isProcessAlive(record.pid)) return false;
-  const stat = await ioOrAbsent(`inspecting ${guard}`, id, () => fs.lstat(guard));
-  return stat !== undefined && Date.now() - stat.mtimeMs < TAKEOVER_GUARD_MAX_AGE_MS;
+  return isProcessAlive(record.pid);
 }
 
 async function releaseLock(fs: FileSystem, path: string, token: string, id: string): Promise<void> {

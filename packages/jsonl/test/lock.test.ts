@@ -1,4 +1,4 @@
-import { readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
@@ -182,7 +182,7 @@ describe('stale lock takeover races', () => {
     const root = tempDir();
     const paths = await seeded(root);
     writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 54321, host: hostname(), token: 'dead' }));
-    const guard = `${paths.lock}.takeover.left-by-someone`;
+    const guard = `${paths.lock}.takeover.${'a1'.repeat(12)}`;
     writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'live-taker' }));
     const store = await openJsonlStore({ root });
     const error = await store.append('s', evs(1, 1)).catch((e: unknown) => e);
@@ -264,7 +264,7 @@ describe('lock registration and guards under interleavings', () => {
     const paths = await seeded(root);
     const dead = (token: string) => JSON.stringify({ pid: 2 ** 22 + 4321, host: hostname(), token });
     writeFileSync(paths.lock, dead('stale-lock')); // a writer died holding the lock
-    writeFileSync(`${paths.lock}.takeover.dead`, dead('stale-guard')); // a taker died inside its takeover
+    writeFileSync(`${paths.lock}.takeover.${'d0'.repeat(12)}`, dead('stale-guard')); // a taker died inside its takeover
     // X holds its guard and has checked the lock, and stops just before removing it.
     const x = pauseAt('unlink', (path) => path === paths.lock);
     const X = await openJsonlStore({ root, fs: x.fs });
@@ -303,17 +303,53 @@ describe('lock registration and guards under interleavings', () => {
     await Promise.all([X.close(), Y.close()]);
   });
 
-  it('a guard whose live pid has held it far longer than a takeover takes is ignored', async () => {
+  it('the guard of a live taker never expires, however long its takeover takes', async () => {
     const root = tempDir();
     const paths = await seeded(root);
     writeFileSync(paths.lock, JSON.stringify({ pid: 2 ** 22 + 4323, host: hostname(), token: 'dead' }));
-    const guard = `${paths.lock}.takeover.left-behind`;
-    writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'left-behind' }));
+    const guard = `${paths.lock}.takeover.${'b2'.repeat(12)}`;
+    writeFileSync(guard, JSON.stringify({ pid: 1, host: hostname(), token: 'b2'.repeat(12) }));
     const old = new Date(Date.now() - 60_000);
-    utimesSync(guard, old, old);
+    utimesSync(guard, old, old); // a stopped or stalled taker, alive all the same
     const store = await openJsonlStore({ root });
-    expect(await store.append('s', evs(1, 1))).toEqual({ nextSeq: 2 });
+    expect(await outcome(store.append('s', evs(1, 1)))).toBe('CONFLICT');
     await store.close();
-    expect(readdirSync(join(root, '.locks'))).toEqual([]);
   });
+
+  it.each(['job.tmp', 'a.lock.takeover.b', 's.lock.takeover.0123456789abcdef01234567.lock'])(
+    'ids that look like temp or guard names (%s) neither hide guards nor lose their locks',
+    async (id) => {
+      const root = tempDir();
+      const first = await openJsonlStore({ root });
+      await first.create({ id });
+      await first.append(id, evs(0, 1, true));
+      await first.create({ id: 's' }); // a neighbour whose lock name prefixes the odd id's
+      await first.append('s', evs(0, 1, true));
+      await first.close();
+      const lock = sessionPaths(root, bucketOf(undefined), id).lock;
+      const neighbour = sessionPaths(root, bucketOf(undefined), 's').lock;
+      const dead = JSON.stringify({ pid: 2 ** 22 + 4324, host: hostname(), token: 'dead' });
+      writeFileSync(lock, dead);
+      writeFileSync(neighbour, dead);
+      // Y takes the odd id's stale lock over and stops just before removing it.
+      const y = pauseAt('unlink', (path) => path === lock);
+      const Y = await openJsonlStore({ root, fs: y.fs });
+      const yFirst = outcome(Y.append(id, [ev(1, 'note', { w: 'y' })]));
+      await y.reached;
+      const X = await openJsonlStore({ root });
+      expect(await outcome(X.append(id, [ev(1, 'note', { w: 'x' })]))).toBe('CONFLICT');
+      y.resume();
+      expect(await yFirst).toBe('ok');
+      // A live lock of the odd id survives a takeover of its neighbour's stale lock.
+      const Z = await openJsonlStore({ root });
+      expect(await outcome(Z.append('s', [ev(1, 'note', { w: 'z' })]))).toBe('ok');
+      expect(existsSync(lock)).toBe(true);
+      const results = [
+        await outcome(Y.append(id, [ev(2, 'note', { w: 'Y' })])),
+        await outcome(X.append(id, [ev(2, 'note', { w: 'X' })])),
+      ];
+      expect(results.filter((r) => r === 'ok')).toHaveLength(1);
+      await Promise.all([X.close(), Y.close(), Z.close()]);
+    },
+  );
 });
