@@ -54,7 +54,7 @@ export function describeFailure(error: unknown): { code: CliCode; message: strin
           ]
             .filter((x) => x !== undefined)
             .join(', ')})`;
-    return { code: error.code, message: `${oneLine(error.message)}${at}`, expected: true };
+    return { code: error.code, message: oneLine(`${error.message}${at}`), expected: true };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: 'INTERNAL', message: oneLine(message), expected: false };

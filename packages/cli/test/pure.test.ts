@@ -72,6 +72,13 @@ describe('exit codes and failures', () => {
     expect(describeFailure(new RangeError('boom'))).toMatchObject({ code: 'INTERNAL', expected: false });
   });
 
+  it('keeps a location with a newline in its path (a directory name) on the one line too', () => {
+    const error = new TidemarkError('CORRUPT', 'bad line', {
+      location: { file: '/odd\ndir/a.jsonl', offset: 3 },
+    });
+    expect(describeFailure(error).message).toBe('bad line (at /odd dir/a.jsonl, byte 3)');
+  });
+
   it('puts a multi-line CliError message (e.g. from parseArgs) on one line', () => {
     expect(describeFailure(new CliError('USAGE', 'ambiguous.\nDid you forget?\n  Use --x=-1.'))).toEqual({
       code: 'USAGE',

@@ -251,7 +251,19 @@ export class Lifecycle {
       from: this.options.trashAddress,
       events: loaded.events.length,
     });
-    await this.options.trash.delete(id);
+    // Only the trash version this restore copied: a move of the session back into the trash
+    // since (possible if this process stalled past the move lock's 10 s staleness) left a copy
+    // that must outlive this restore. Then both stores keep the session, and CONFLICT says so.
+    try {
+      await this.options.trash.delete(id, { ifUpdatedAt: loaded.summary.updatedAt });
+    } catch (error) {
+      if (!isTidemarkError(error, 'CONFLICT')) throw error;
+      throw new TidemarkError(
+        'CONFLICT',
+        `session ${id}: restored to ${this.options.storeAddress}, but its trash copy changed meanwhile and is kept too`,
+        { sessionId: id, cause: error },
+      );
+    }
     const restored = await this.options.store.load(id);
     return restored.summary;
   }

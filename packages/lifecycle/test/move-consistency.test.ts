@@ -239,3 +239,23 @@ describe('two moves of one session at once', () => {
     expect((await B.audit.history('s')).map((e) => e.action)).toEqual(['deleted']);
   }, 20_000);
 });
+
+describe('restore', () => {
+  it('removes only the trash version it copied; a copy changed meanwhile is kept (CONFLICT)', async () => {
+    const store = await openMemoryStore();
+    const trash = await openMemoryStore();
+    const lifecycle = await setup(store, trash);
+    await store.create({ id: 's' });
+    await store.append('s', [ev(0, 'turn/end')]);
+    await lifecycle.delete('s');
+    // Another process, whose move lock this one outlived, refreshed the trash copy meanwhile.
+    const racing = withBeforeDelete(trash, async (id) => {
+      await trash.update(id, { title: 'moved again' });
+    });
+    const raced = await setup(store, racing);
+    const error = await raced.restore('s').catch((e: unknown) => e);
+    expect(isTidemarkError(error, 'CONFLICT')).toBe(true);
+    expect((await store.load('s')).events).toHaveLength(1);
+    expect(await trash.has('s')).toBe(true);
+  });
+});
