@@ -1,6 +1,7 @@
 // The session lifecycle of SPEC §8 over any two SessionStores: the main store and a trash store.
 // Nothing is destroyed before the grace period: prune and delete move sessions into the trash
 // (copy, verify, record, then delete from the main store), restore moves them back.
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import {
   assertValidId,
@@ -285,6 +286,8 @@ export class Lifecycle {
           this.options.trash.delete(entry.id, { ifUpdatedAt: entry.summary.updatedAt }),
         );
       } catch (error) {
+        // Gone meanwhile (restored, or purged by another process): nothing left to purge here.
+        if (isTidemarkError(error, 'NOT_FOUND')) continue;
         if (!isTidemarkError(error, 'CONFLICT')) throw error;
         report.kept.push(entry);
         continue;
@@ -365,6 +368,9 @@ export class Lifecycle {
     const source = summary ?? (await store.load(id)).summary;
     if (source.eventCount === 0) return this.removeEmpty(id, reason, details, source);
     const trashedAt = now.toISOString();
+    // Marks the trash record as this move's: a move by another process (one that took the move
+    // lock over while this one was stopped past its staleness) writes its own mark.
+    const move = randomBytes(8).toString('hex');
     const copy = await copySession(store, trash, id, {
       sourceSummary: source,
       attrs: (original) => ({
@@ -372,22 +378,17 @@ export class Lifecycle {
           trashedAt,
           reason,
           from: storeAddress,
+          move,
           ...(original !== undefined && { attrs: original }),
         },
       }),
     });
-    // The version of the copy this move made (no other move of `id` runs: the move lock).
-    const copied = (await trash.load(id)).summary.updatedAt;
     // Only the version that was copied is deleted, in one step under the store's write lock: a
     // writer that appended or updated after the summary was read would otherwise lose that work.
     try {
       await this.deleteVersion(id, copy.source.updatedAt);
     } catch (error) {
-      if (isTidemarkError(error, 'CONFLICT')) {
-        // The session stays in the main store, newer than the copy: drop the copy, or the trash
-        // would list (and could restore) an old version of a session that was never moved.
-        await trash.delete(id, { ifUpdatedAt: copied }).catch(() => undefined); // best effort
-      }
+      if (isTidemarkError(error, 'CONFLICT')) await this.dropOwnCopy(id, move);
       throw error;
     }
     await this.audit.record(reason, id, storeAddress, {
@@ -399,6 +400,23 @@ export class Lifecycle {
       updatedAt: copy.source.updatedAt,
     });
     return this.entryOf((await trash.load(id)).summary);
+  }
+
+  /**
+   * After a move met CONFLICT (the session changed and stays in the main store): drops the trash
+   * copy if it is still the one this move wrote (its mark, and the version read with it), or the
+   * trash would list and could restore an old version of a session never moved. A copy another
+   * move has written since is left alone. Best effort: a copy left behind is only an old version.
+   */
+  private async dropOwnCopy(id: string, move: string): Promise<void> {
+    const { trash } = this.options;
+    try {
+      const current = (await trash.load(id)).summary;
+      if (trashInfoOf(current)?.move !== move) return;
+      await trash.delete(id, { ifUpdatedAt: current.updatedAt });
+    } catch {
+      // Left as it is; the CONFLICT of the move is what the caller needs to hear.
+    }
   }
 
   /** A session without events: nothing to copy, so removed outright and recorded in full. */

@@ -259,3 +259,67 @@ describe('restore', () => {
     expect(await trash.has('s')).toBe(true);
   });
 });
+
+describe('a move that outlived its move lock', () => {
+  it('on CONFLICT leaves a trash copy that another move wrote since, so the session is never in neither store', async () => {
+    const main = await openMemoryStore();
+    const trash = await openMemoryStore();
+    await main.create({ id: 's' });
+    await main.append('s', [ev(0, 'turn/start'), ev(1, 'turn/end')]);
+    // A is stopped right after its copy (at its next step, whatever it is) until its move lock
+    // goes stale; an agent appends, and another process's move copies the new version into the
+    // trash with its own mark, then waits to delete it from the main store.
+    let fired = false;
+    const otherMove = async (id: string) => {
+      if (fired) return;
+      fired = true;
+      await main.append(id, [ev(2, 'turn/end')]);
+      await copySession(main, trash, id, {
+        attrs: () => ({
+          'tidemark.trash': { trashedAt: NOW.toISOString(), reason: 'deleted', move: 'other' },
+        }),
+      });
+    };
+    const slowTrash = new Proxy(trash, {
+      get(target, prop, receiver) {
+        if (prop === 'load')
+          return async (id: string, options?: never) => {
+            await otherMove(id);
+            return target.load(id, options);
+          };
+        const value = Reflect.get(target, prop, receiver);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const store = withBeforeDelete(main, otherMove);
+    const A = await setup(store, slowTrash);
+    const error = await A.delete('s').catch((e: unknown) => e);
+    expect(isTidemarkError(error, 'CONFLICT')).toBe(true);
+    // The other move finishes: it deletes the version it copied from the main store.
+    await main.delete('s', { ifUpdatedAt: (await main.load('s')).summary.updatedAt });
+    expect((await trash.load('s')).events).toHaveLength(3);
+  });
+
+  it('purge skips an entry restored meanwhile and purges the rest', async () => {
+    const store = await openMemoryStore();
+    const trash = await openMemoryStore();
+    let now = NOW;
+    const lifecycle = await setup(store, trash, () => now);
+    for (const id of ['a', 'b']) {
+      await store.create({ id });
+      await store.append(id, [ev(0, 'turn/end')]);
+      await lifecycle.delete(id);
+    }
+    now = new Date(NOW.getTime() + 30 * DAY);
+    // Another process restored 'a' after this purge listed the trash (its restore ends by
+    // deleting the trash copy).
+    const racing = withBeforeDelete(trash, async (id) => {
+      if (id === 'a' && (await trash.has('a'))) await trash.delete('a');
+    });
+    const raced = await setup(store, racing, () => now);
+    const report = await raced.purge({ now });
+    expect(report.purged).toEqual(['b']);
+    expect(report.kept).toEqual([]);
+    expect(await trash.has('b')).toBe(false);
+  });
+});
