@@ -12,6 +12,7 @@
 // instances in one process behave like the reference model: sequential appends from both work,
 // and racing appends never both win a seq.
 import { randomBytes } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { errnoOf, errors, type FileSystem, type TidemarkError, toIoError } from '@tidemark/core';
@@ -23,6 +24,8 @@ interface LockRecord {
   pid: number;
   host: string;
   token: string;
+  /** The writer's PID namespace (Linux, `/proc/self/ns/pid`), when known. */
+  ns?: string;
 }
 
 /** A lock held in this process, with the means to hand it over. */
@@ -46,9 +49,54 @@ export interface HeldLock {
  * registry. Keyed by token, not path, so that two spellings of one root (relative, through a
  * symlink) or two FileSystem objects over one disk still find each other.
  */
-const liveTokens = new Map<string, LockHolder>();
+interface Registry {
+  liveTokens: Map<string, LockHolder>;
+  liveGuards: Set<string>;
+}
+
+/**
+ * The registry is one per process, not per copy of this module: two installed copies of the
+ * package in one process must see each other's locks, or each would take the other's for one
+ * left by a dead process with our pid and take it over.
+ */
+const registry: Registry = (() => {
+  const key = Symbol.for('tidemark.jsonl.lock-registry.v1');
+  const slot = globalThis as unknown as Record<symbol, Registry | undefined>;
+  slot[key] ??= { liveTokens: new Map(), liveGuards: new Set() };
+  return slot[key];
+})();
+
+const liveTokens = registry.liveTokens;
 
 const HOST = hostname();
+
+/**
+ * This process's PID namespace. Pids are compared only within one: a writer in another container
+ * or sandbox on this host (same host name, say with host networking) may have our very pid, or a
+ * pid that means another process here, so its lock or guard is never judged by pid.
+ */
+const PID_NS: string | undefined = (() => {
+  try {
+    return readlinkSync('/proc/self/ns/pid');
+  } catch {
+    return undefined; // not Linux: pids are compared as before
+  }
+})();
+
+/** Whether `record` was written in another PID namespace of this host (so its pid says nothing). */
+function otherPidNamespace(record: LockRecord): boolean {
+  return record.ns !== undefined && PID_NS !== undefined && record.ns !== PID_NS;
+}
+
+/** A record for a lock or guard of this process. */
+function ownRecord(): LockRecord {
+  return {
+    pid: process.pid,
+    host: HOST,
+    token: randomBytes(12).toString('hex'),
+    ...(PID_NS !== undefined && { ns: PID_NS }),
+  };
+}
 
 /** Whether a process is alive. EPERM means it exists but belongs to someone else. */
 export function isProcessAlive(pid: number): boolean {
@@ -64,14 +112,14 @@ function parseRecord(bytes: Uint8Array): LockRecord | undefined {
   try {
     const value: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
     if (typeof value !== 'object' || value === null) return undefined;
-    const { pid, host, token } = value as Record<string, unknown>;
+    const { pid, host, token, ns } = value as Record<string, unknown>;
     if (
       typeof pid === 'number' &&
       Number.isSafeInteger(pid) &&
       typeof host === 'string' &&
       typeof token === 'string'
     ) {
-      return { pid, host, token };
+      return { pid, host, token, ...(typeof ns === 'string' && { ns }) };
     }
   } catch {
     // unreadable content: handled by the caller
@@ -89,7 +137,7 @@ export async function acquireLock(
   id: string,
   holder: LockHolder,
 ): Promise<HeldLock> {
-  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
+  const record = ownRecord();
   const content = Buffer.from(`${JSON.stringify(record)}\n`, 'utf8');
   for (let attempt = 0; attempt < 4; attempt++) {
     // Registered before the lock exists: from the instant the link lands, another instance of
@@ -155,7 +203,13 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
   if (record === undefined) {
     // Locks are published complete (link of a written file), so unreadable content can only be
     // the remains of a power loss, after which no holder is alive: stale.
-  } else if (record.pid === process.pid && record.host === HOST) {
+  } else if (record.host !== HOST || otherPidNamespace(record)) {
+    throw errors.conflict(
+      `session ${id} is locked by process ${record.pid} on ${record.host}${record.host === HOST ? ' in another PID namespace' : ''} (${path})`,
+      id,
+      true,
+    );
+  } else if (record.pid === process.pid) {
     const holder = liveTokens.get(record.token);
     if (holder !== undefined) {
       if (holder.busy())
@@ -164,7 +218,7 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
       return;
     }
     // Our pid, but no live instance holds it: its release failed, or a process before us had our pid.
-  } else if (record.host !== HOST || isProcessAlive(record.pid)) {
+  } else if (isProcessAlive(record.pid)) {
     throw errors.conflict(
       `session ${id} is locked by process ${record.pid} on ${record.host} (${path})`,
       id,
@@ -175,7 +229,7 @@ async function clearIfStale(fs: FileSystem, path: string, id: string): Promise<v
 }
 
 /** Tokens of takeover guards this process holds right now (a guard of ours not in here is dead). */
-const liveGuards = new Set<string>();
+const liveGuards = registry.liveGuards;
 
 /**
  * Removes the stale lock at `path`, holding a takeover guard. Returns without removing anything
@@ -192,7 +246,8 @@ const liveGuards = new Set<string>();
  * @throws TidemarkError CONFLICT (retryable) when another live taker holds a guard.
  */
 async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Uint8Array): Promise<void> {
-  const record: LockRecord = { pid: process.pid, host: HOST, token: randomBytes(12).toString('hex') };
+  const record = ownRecord();
+  for (const [left, leftFs] of [...leftGuards]) await removeGuard(leftFs, left);
   const prefix = `${basename(path)}${GUARD_INFIX}`;
   const guard = join(dirname(path), `${prefix}${record.token}`);
   liveGuards.add(record.token); // before the guard exists, as for locks
@@ -214,13 +269,28 @@ async function takeOver(fs: FileSystem, path: string, id: string, staleBytes: Ui
       if (current === undefined || !Buffer.from(current).equals(Buffer.from(staleBytes))) return;
       await ioOrAbsent(`removing stale lock ${path}`, id, () => fs.unlink(path));
     } finally {
-      // Dead from here on (not in liveGuards) whether or not the unlink works: a guard left behind
-      // blocks no one.
+      // Dead from here on for this process (not in liveGuards). Other processes see our pid alive
+      // and would take a guard left behind for live, so a failed removal is retried at this
+      // process's next takeover of any lock.
       liveGuards.delete(record.token);
-      await quietly(() => fs.unlink(guard));
+      await removeGuard(fs, guard);
     }
   } finally {
     liveGuards.delete(record.token);
+  }
+}
+
+/** Guards of this process whose removal failed, with the file system to retry on. */
+const leftGuards = new Map<string, FileSystem>();
+
+/** Removes a guard of this process; remembers it for a later retry when that fails. */
+async function removeGuard(fs: FileSystem, guard: string): Promise<void> {
+  try {
+    await fs.unlink(guard);
+    leftGuards.delete(guard);
+  } catch (error) {
+    if (errnoOf(error) === 'ENOENT') leftGuards.delete(guard);
+    else leftGuards.set(guard, fs);
   }
 }
 
@@ -246,7 +316,7 @@ async function isLiveGuard(fs: FileSystem, guard: string, id: string): Promise<b
   if (bytes === undefined) return false; // finished meanwhile
   const record = parseRecord(bytes);
   if (record === undefined) return false; // published complete, so only a power loss garbles one
-  if (record.host !== HOST) return true;
+  if (record.host !== HOST || otherPidNamespace(record)) return true;
   if (record.pid === process.pid) return liveGuards.has(record.token);
   return isProcessAlive(record.pid);
 }

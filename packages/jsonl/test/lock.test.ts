@@ -1,12 +1,16 @@
 import { existsSync, readdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
 import { ev, evs, removeTempDirs, tempDir } from './helpers.js';
 
 afterEach(removeTempDirs);
+
+// The built copy of this package: a second copy of the module, as two installed versions would be.
+const distIndex = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 
 async function seeded(root: string) {
   const store = await openJsonlStore({ root });
@@ -352,4 +356,86 @@ describe('lock registration and guards under interleavings', () => {
       await Promise.all([X.close(), Y.close(), Z.close()]);
     },
   );
+});
+
+describe('telling this process from others', () => {
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (error: unknown) => (isTidemarkError(error) ? error.code : error),
+    );
+
+  it.skipIf(!existsSync(distIndex))(
+    'two copies of the package in one process hand over instead of taking each other over',
+    async () => {
+      const root = tempDir();
+      await seeded(root);
+      const copy = (await import(distIndex)) as { openJsonlStore: typeof openJsonlStore };
+      const a = await openJsonlStore({ root });
+      const b = await copy.openJsonlStore({ root });
+      expect(await outcome(a.append('s', [ev(1, 'note', { w: 'a' })]))).toBe('ok');
+      expect(await outcome(b.append('s', [ev(2, 'note', { w: 'b' })]))).toBe('ok'); // handed over
+      // a must learn that it lost the lock, not write seq 2 again from its cached position.
+      expect(await outcome(a.append('s', [ev(2, 'note', { w: 'a' })]))).toBe('CONFLICT');
+      await Promise.all([a.close(), b.close()]);
+      const check = await openJsonlStore({ root });
+      expect((await check.load('s')).events.map((e) => e.data)).toEqual([
+        { text: 'm0' },
+        { w: 'a' },
+        { w: 'b' },
+      ]);
+      await check.close();
+    },
+  );
+
+  // Only Linux names PID namespaces; elsewhere pids are compared as before.
+  it.skipIf(!existsSync('/proc/self/ns/pid'))(
+    'a lock from another PID namespace of this host is never judged by its pid',
+    async () => {
+      const root = tempDir();
+      const paths = await seeded(root);
+      for (const pid of [process.pid, 2 ** 22 + 4400]) {
+        // A container with host networking: same host name, its own pids (ours, or a dead one here).
+        writeFileSync(
+          paths.lock,
+          JSON.stringify({ pid, host: hostname(), token: 'c0'.repeat(12), ns: 'pid:[1]' }),
+        );
+        const store = await openJsonlStore({ root });
+        expect(await outcome(store.append('s', evs(1, 1)))).toBe('CONFLICT');
+        await store.close();
+        expect(existsSync(paths.lock)).toBe(true);
+      }
+    },
+  );
+
+  it('a guard of this process that could not be removed is removed at its next takeover', async () => {
+    const root = tempDir();
+    const first = await seeded(root);
+    const store0 = await openJsonlStore({ root });
+    await store0.create({ id: 't' });
+    await store0.append('t', evs(0, 1, true));
+    await store0.close();
+    const second = sessionPaths(root, bucketOf(undefined), 't');
+    const dead = JSON.stringify({ pid: 2 ** 22 + 4401, host: hostname(), token: 'dead' });
+    writeFileSync(first.lock, dead);
+    writeFileSync(second.lock, dead);
+    let failGuardUnlink = true;
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async unlink(path) {
+        if (failGuardUnlink && path.includes('.takeover.')) {
+          failGuardUnlink = false;
+          throw Object.assign(new Error('EIO: i/o error, unlink'), { code: 'EIO' });
+        }
+        return nodeFileSystem.unlink(path);
+      },
+    };
+    const store = await openJsonlStore({ root, fs });
+    expect(await store.append('s', evs(1, 1))).toEqual({ nextSeq: 2 });
+    const guards = () => readdirSync(join(root, '.locks')).filter((n) => n.includes('.takeover.'));
+    expect(guards()).toHaveLength(1); // left behind; other processes would take it for live
+    expect(await store.append('t', evs(1, 1))).toEqual({ nextSeq: 2 });
+    expect(guards()).toEqual([]);
+    await store.close();
+  });
 });
