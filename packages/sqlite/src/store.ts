@@ -830,7 +830,7 @@ function prepareFile(file: string): { lstatError?: unknown } {
  * handler (a separate-process test saw it when the version header came to be read before the
  * switch). Every step is idempotent, so a retry is safe.
  */
-async function retryWhileBusy(timeoutMs: number, steps: () => void): Promise<void> {
+async function retryWhileBusy(db: Database.Database, timeoutMs: number, steps: () => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -838,6 +838,16 @@ async function retryWhileBusy(timeoutMs: number, steps: () => void): Promise<voi
       return;
     } catch (error) {
       if (!sqliteCodeOf(error)?.startsWith('SQLITE_BUSY') || Date.now() >= deadline) throw error;
+      // A retry must start outside any transaction (a BUSY COMMIT whose ROLLBACK failed too leaves
+      // one open, and pragmas refuse to run inside it): end it, or give up with the BUSY.
+      if (db.inTransaction) {
+        try {
+          db.exec('ROLLBACK');
+        } catch {
+          throw error;
+        }
+        if (db.inTransaction) throw error;
+      }
       await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20));
     }
   }
@@ -882,7 +892,7 @@ export async function openSqliteStoreWith(
       throw error;
     }
     const opened = db;
-    await retryWhileBusy(o.busyTimeoutMs ?? 5000, () => {
+    await retryWhileBusy(opened, o.busyTimeoutMs ?? 5000, () => {
       // Refuse a newer or foreign database while it is untouched: switching to WAL rewrites its header.
       refuseUnknown(opened, file, step);
       if (!memory) {

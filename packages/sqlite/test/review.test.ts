@@ -233,3 +233,30 @@ describe('read while another connection rewrites the log', () => {
     await other.close();
   });
 });
+
+describe('opening while another process holds the locks', () => {
+  it('a BUSY migration COMMIT whose ROLLBACK also failed is retried from outside the transaction', async () => {
+    const path = join(tempDir(), 'store.db');
+    let busy = true;
+    let rollback = true;
+    const store = await openSqliteStore({
+      path,
+      busyTimeoutMs: 2000,
+      beforeStorageStep(step) {
+        if (step === 'COMMIT' && busy) {
+          busy = false;
+          throw Object.assign(new Error('database is locked'), { name: 'SqliteError', code: 'SQLITE_BUSY' });
+        }
+        if (step === 'ROLLBACK' && rollback) {
+          rollback = false;
+          throw Object.assign(new Error('disk I/O error'), { name: 'SqliteError', code: 'SQLITE_IOERR' });
+        }
+      },
+    });
+    expect(busy).toBe(false); // the fault was met
+    await store.create({ id: 's' });
+    expect(await store.append('s', events(0, 1, 1))).toEqual({ nextSeq: 1 });
+    await store.close();
+    expect((await verifySqliteStore(path)).ok).toBe(true);
+  });
+});
