@@ -248,6 +248,11 @@ export class Lifecycle {
           : undefined;
       },
     });
+    // A touch (an empty update moves updatedAt) before the trash copy goes: a move of this
+    // session that was stopped between its copy and its conditional delete (past the move lock's
+    // staleness) then meets CONFLICT instead of deleting the restored session, and if that move
+    // got its delete in first, this answers NOT_FOUND and the trash copy stays.
+    await this.options.store.update(id, {});
     await this.audit.record('restored', id, this.options.storeAddress, {
       from: this.options.trashAddress,
       events: loaded.events.length,

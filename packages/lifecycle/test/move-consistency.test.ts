@@ -1,6 +1,6 @@
 // A move to the trash that does not happen leaves no trace claiming it did; purge destroys only
 // the trash version it listed; sessions without events can be deleted and pruned.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
@@ -321,5 +321,42 @@ describe('a move that outlived its move lock', () => {
     expect(report.purged).toEqual(['b']);
     expect(report.kept).toEqual([]);
     expect(await trash.has('b')).toBe(false);
+  });
+});
+
+describe('a move stopped past its lock, then a restore', () => {
+  it('the stopped move meets CONFLICT instead of deleting the restored session', async () => {
+    const main = await openMemoryStore();
+    const trash = await openMemoryStore();
+    await main.create({ id: 's' });
+    await main.append('s', [ev(0, 'turn/start'), ev(1, 'turn/start')]);
+    let resume!: () => void;
+    const resumed = new Promise<void>((r) => {
+      resume = r;
+    });
+    let reached!: () => void;
+    const atDelete = new Promise<void>((r) => {
+      reached = r;
+    });
+    // Mover A is stopped (SIGSTOP, say) just before its delete from the main store.
+    const storeA = withBeforeDelete(main, async () => {
+      reached();
+      await resumed;
+    });
+    const A = await setup(storeA, trash);
+    const C = await setup(main, trash);
+    const moving = A.delete('s').then(
+      () => 'ok',
+      (e: unknown) => (isTidemarkError(e) ? e.code : e),
+    );
+    await atDelete;
+    // More than 10 s without a heartbeat: the move lock is stale, and a restore takes it over.
+    const moves = join(home, 'moves');
+    const old = new Date(Date.now() - 60_000);
+    for (const name of await readdir(moves)) await utimes(join(moves, name), old, old);
+    await C.restore('s'); // the main copy was complete: it only touches it, then drops the trash copy
+    resume();
+    expect(await moving).toBe('CONFLICT');
+    expect((await main.load('s')).events).toHaveLength(2);
   });
 });
