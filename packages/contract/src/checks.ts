@@ -817,6 +817,13 @@ const updating: ContractCheck[] = [
       const partial = await store.update('upd', { title: 'Newer' });
       expect(partial).toMatchObject({ title: 'Newer', tags: ['a'], firstPrompt: 'override' });
       if (!(partial.updatedAt >= returned.updatedAt)) violation('updatedAt went backwards');
+      // An empty patch is a touch: it moves updatedAt and nothing else. Lifecycle relies on it,
+      // so that a delete conditional on an older updatedAt cannot remove a just-restored session.
+      const touched = await store.update('upd', {});
+      if (!(touched.updatedAt > partial.updatedAt))
+        violation(`an empty update did not move updatedAt: ${partial.updatedAt} → ${touched.updatedAt}`);
+      expect({ ...touched, updatedAt: partial.updatedAt }).toEqual(partial);
+      expect((await store.load('upd')).summary).toEqual(touched);
       await expectCode(store.update('absent', { title: 'x' }), 'NOT_FOUND', 'update of an absent session');
     },
   },
