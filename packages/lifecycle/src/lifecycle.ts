@@ -179,7 +179,9 @@ export class Lifecycle {
     if (dryRun) return report;
     for (const summary of plan.toTrash) {
       try {
-        const entry = await this.moveToTrash(summary.id, 'pruned', now, { olderThanDays }, summary);
+        const entry = await this.withMoveLock(summary.id, () =>
+          this.moveToTrash(summary.id, 'pruned', now, { olderThanDays }, summary),
+        );
         (entry === undefined ? report.removedEmpty : report.trashed).push(summary.id);
       } catch (error) {
         if (!isTidemarkError(error)) throw error;
@@ -198,7 +200,7 @@ export class Lifecycle {
    * its summary fields.
    */
   async delete(id: string): Promise<TrashEntry | undefined> {
-    const entry = await this.moveToTrash(id, 'deleted', this.now(), {});
+    const entry = await this.withMoveLock(id, () => this.moveToTrash(id, 'deleted', this.now(), {}));
     const pointers = await this.active.all();
     for (const [cwd, active] of Object.entries(pointers)) if (active === id) await this.active.clear(cwd, id);
     return entry;
@@ -352,17 +354,8 @@ export class Lifecycle {
    * after the delete means a move that fails leaves no audit entry claiming it happened; a crash
    * between the delete and the record leaves the session in the trash, where `locate` finds it.
    */
+  /** Call it under {@link withMoveLock} of `id`. */
   private async moveToTrash(
-    id: string,
-    reason: 'pruned' | 'deleted',
-    now: Date,
-    details: { [key: string]: JsonValue },
-    summary?: SessionSummary,
-  ): Promise<TrashEntry | undefined> {
-    return this.withMoveLock(id, () => this.moveToTrashLocked(id, reason, now, details, summary));
-  }
-
-  private async moveToTrashLocked(
     id: string,
     reason: 'pruned' | 'deleted',
     now: Date,
