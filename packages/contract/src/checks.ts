@@ -1149,6 +1149,42 @@ const concurrency: ContractCheck[] = [
   },
   {
     group: 'two instances',
+    name: "a reservation ends when this instance's append lands on the session another instance materialized, not when it is refused",
+    async run(ctx) {
+      // Instance a reserves an id that instance b then materializes and later deletes.
+      const a = await ctx.open();
+      const b = await ctx.reopen(a);
+      await a.create({ id: 'refused', title: 'from a' });
+      await b.create({ id: 'refused', title: 'from b' });
+      await b.append('refused', [ev(0, 'note', { writer: 'b' })]);
+      await expectCode(
+        a.append('refused', [ev(0, 'note', { writer: 'a' })]),
+        'CONFLICT',
+        "a's append at a seq b stored",
+      );
+      await b.delete('refused');
+      // The refused append changed nothing: a still holds its reservation and its first batch
+      // creates the session with a's meta.
+      await expectCode(a.create({ id: 'refused' }), 'ALREADY_EXISTS', 'create of an id a still reserves');
+      expect(await a.append('refused', [ev(0, 'note', { writer: 'a' })])).toEqual({ nextSeq: 1 });
+      expect((await b.load('refused')).summary.title).toBe('from a');
+
+      await a.create({ id: 'landed', title: 'from a' });
+      await b.create({ id: 'landed', title: 'from b' });
+      await b.append('landed', [ev(0, 'note', { writer: 'b' })]);
+      expect(await a.append('landed', [ev(1, 'note', { writer: 'a' })])).toEqual({ nextSeq: 2 });
+      await b.delete('landed');
+      // a's append landed on b's session, so a's reservation is gone with it.
+      await expectCode(
+        a.append('landed', [ev(0, 'note', { writer: 'a' })]),
+        'NOT_FOUND',
+        'append after the session a wrote to was deleted',
+      );
+      await a.create({ id: 'landed' });
+    },
+  },
+  {
+    group: 'two instances',
     name: 'two instances racing the first batch of the same pending id: exactly one materializes',
     async run(ctx) {
       const a = await ctx.open();

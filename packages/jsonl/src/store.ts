@@ -244,9 +244,12 @@ export class JsonlStore implements SessionStore {
         if (pending === undefined) throw errors.notFound(id);
         return this.publishFirst(id, pending, batch);
       }
-      // A session materialized by another instance makes this instance's reservation moot.
+      const result = await this.appendTo(writer, batch);
+      // A session materialized by another instance makes this instance's reservation moot once an
+      // append of ours lands there. A refused one (CONFLICT, I/O) keeps it, as the memory model does:
+      // if the other instance deletes the session, this instance's first batch still creates it.
       this.pending.delete(id);
-      return this.appendTo(writer, batch);
+      return result;
     });
   }
 
