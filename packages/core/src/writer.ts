@@ -206,10 +206,15 @@ export class SessionWriter {
    */
   async flush(): Promise<void> {
     if (this.closed) throw errors.closed();
-    const target = this.assigned;
+    let target = this.assigned;
     if (this.failure !== undefined) this.failure = undefined; // an explicit flush is the retry
     if (target > this.flushTarget) this.flushTarget = target;
-    while (this.durable < target) {
+    for (;;) {
+      // Waiting pushes rejected by a failed append hand their seqs back: those events will never
+      // be durable, so they leave the target too (else, once another flush cleared the failure,
+      // this loop would spin on an empty buffer forever and starve the event loop).
+      if (this.assigned < target) target = this.assigned;
+      if (this.durable >= target) return;
       if (this.failure !== undefined) throw this.failure;
       await this.pump();
     }
