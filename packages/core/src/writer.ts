@@ -66,6 +66,14 @@ export function nextBatchSize(sizes: readonly number[], maxEvents: number, maxBy
 }
 
 /**
+ * The event handed to the caller: its own copy. The buffered one is what the store gets (and what
+ * a retry must resend deep-equal), so the caller must never hold a reference to it.
+ */
+function callerCopy(item: PreparedEvent): SessionEvent {
+  return JSON.parse(item.json) as SessionEvent;
+}
+
+/**
  * Buffers events for one session and appends them in batches (group commit by count, bytes and a
  * short delay). Only one append is in flight at a time, so batches land in seq order.
  *
@@ -187,7 +195,7 @@ export class SessionWriter {
       if (this.waiting.length === 0 && this.buffer.length < this.maxBufferedEvents) {
         this.admit(prepared);
         this.schedule();
-        return Promise.resolve(prepared.event as SessionEvent<D>);
+        return Promise.resolve(callerCopy(prepared) as SessionEvent<D>);
       }
       const admitted = new Promise<SessionEvent<D>>((resolve, reject) => {
         this.waiting.push({ item: prepared, resolve: resolve as (event: SessionEvent) => void, reject });
@@ -283,7 +291,7 @@ export class SessionWriter {
     while (this.waiting.length > 0 && this.buffer.length < this.maxBufferedEvents) {
       const waiter = this.waiting.shift()!;
       this.admit(waiter.item);
-      waiter.resolve(waiter.item.event);
+      waiter.resolve(callerCopy(waiter.item));
     }
   }
 
