@@ -1,8 +1,8 @@
 // resume and fork (SPEC §8): continue a session where its durable log ends, or branch a new
 // session off a prefix of another. Both only use the public SessionStore contract.
-import { TidemarkError, toIoError } from './errors.js';
+import { isTidemarkError, TidemarkError, toIoError } from './errors.js';
 import type { SessionEvent } from './event.js';
-import type { JsonValue } from './json.js';
+import { type JsonValue, jsonEqual } from './json.js';
 import { nowIso } from './session.js';
 import type {
   LoadedSession,
@@ -122,7 +122,12 @@ export interface ForkOptions {
   id?: string;
   /** Working directory of the new session; the parent's when omitted. */
   cwd?: string;
-  /** Events per append while copying. Default 512. */
+  /**
+   * Events per append while copying. Default: all of them in one append, so that the fork is
+   * atomic even across a crash (the child is there complete, or not at all). A smaller value
+   * bounds each append, at the price that a crash between two appends leaves a partial child; a
+   * failure that `fork` sees is cleaned up either way.
+   */
   copyBatchEvents?: number;
   /** Options of the returned writer. */
   writer?: Omit<SessionWriterOptions, 'nextSeq'>;
@@ -155,7 +160,7 @@ export async function fork(
       sessionId: id,
     });
   }
-  const chunk = options.copyBatchEvents ?? 512;
+  const chunk = options.copyBatchEvents ?? Number.MAX_SAFE_INTEGER;
   if (!Number.isSafeInteger(chunk) || chunk < 1)
     throw new TidemarkError('INVALID', 'fork: copyBatchEvents must be ≥ 1');
   const parent = await store.load(id);
@@ -177,9 +182,58 @@ export async function fork(
     ...(parent.summary.tags !== undefined && { tags: parent.summary.tags }),
   });
   const history = parent.events.slice(0, atSeq + 1);
-  for (let from = 0; from < history.length; from += chunk) {
-    await store.append(meta.id, history.slice(from, from + chunk));
+  try {
+    for (let from = 0; from < history.length; from += chunk) {
+      await store.append(meta.id, history.slice(from, from + chunk));
+    }
+  } catch (error) {
+    await discardFailedFork(store, meta.id, { id, seq: atSeq }, history);
+    throw toIoError(error, `fork: copying ${id} into ${meta.id}`, meta.id);
   }
   const writer = new SessionWriter(store, meta.id, { ...options.writer, nextSeq: history.length });
   return { meta, history, writer };
+}
+
+/** An `updatedAt` no appended session has: a delete guarded by it only drops a reservation. */
+const NEVER_UPDATED = '1970-01-01T00:00:00.000Z';
+
+/**
+ * After a failed copy: removes what the fork left, so that it can be retried with the same id
+ * and no session claims a parent prefix it does not hold. Only a child that is provably this
+ * fork's (its meta names the parent, its events are a prefix of the copy) is deleted, and only
+ * that version of it; a bare reservation is dropped. Best effort: the copy's error is what counts.
+ */
+async function discardFailedFork(
+  store: SessionStore,
+  childId: string,
+  parent: { id: string; seq: number },
+  history: readonly SessionEvent[],
+): Promise<void> {
+  try {
+    let child: LoadedSession;
+    try {
+      child = await store.load(childId);
+    } catch (error) {
+      if (isTidemarkError(error, 'NOT_FOUND')) {
+        await store.delete(childId, { ifUpdatedAt: NEVER_UPDATED });
+      }
+      return;
+    }
+    const ours =
+      child.meta.parent?.id === parent.id &&
+      child.meta.parent.seq === parent.seq &&
+      child.events.length <= history.length &&
+      child.events.every((event, i) => {
+        const copied = history[i]!;
+        return (
+          event.seq === copied.seq &&
+          event.type === copied.type &&
+          event.time === copied.time &&
+          jsonEqual(event.data, copied.data)
+        );
+      });
+    if (ours) await store.delete(childId, { ifUpdatedAt: child.summary.updatedAt });
+  } catch {
+    // Left as it is: the caller gets the copy's error, and a retry with a new id still works.
+  }
 }
