@@ -85,12 +85,17 @@ export async function resume(
       // One batch: the closing events land all together or not at all (append is atomic), so a
       // failed resume leaves the turn interrupted and a second resume closes it again.
       const time = nowIso();
-      const batch: SessionEvent[] = closing.map((event, i) => ({
-        seq: loaded.events.length + i,
-        type: event.type,
-        time,
-        data: event.data,
-      }));
+      const batch: SessionEvent[] = closing.map((event: unknown, i) => {
+        if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+          throw new TidemarkError(
+            'INVALID',
+            `resume: closeInterruptedTurn returned ${event === null ? 'null' : Array.isArray(event) ? 'an array' : typeof event} at [${i}], not a { type, data } object`,
+            { sessionId: id },
+          );
+        }
+        const { type, data } = event as ClosingEvent;
+        return { seq: loaded.events.length + i, type, time, data };
+      });
       try {
         await store.append(id, batch);
       } catch (error) {

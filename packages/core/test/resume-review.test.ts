@@ -1,6 +1,13 @@
 // Regression tests from the write-path review of resume and fork (fake stores, no timing).
 import { describe, expect, it } from 'vitest';
-import { fork, type SessionEvent, type SessionStore } from '../src/index.js';
+import {
+  type ClosingEvent,
+  fork,
+  isTidemarkError,
+  resume,
+  type SessionEvent,
+  type SessionStore,
+} from '../src/index.js';
 import { faulty, openMemoryStore } from './store-wrappers.js';
 
 const T = '2026-01-01T00:00:00.000Z';
@@ -79,5 +86,20 @@ describe('fork (review regressions)', () => {
     };
     await expect(fork(store, 'p', 3, { id: 'child' })).rejects.toMatchObject({ code: 'CONFLICT' });
     expect((await store.load('child')).events.map((e) => e.data)).toEqual(['theirs']);
+  });
+});
+
+describe('resume (review regressions)', () => {
+  it('a hook returning something that is not a { type, data } object is INVALID, not a TypeError', async () => {
+    const store = await openMemoryStore();
+    await store.create({ id: 's1' });
+    await store.append('s1', [{ seq: 0, type: 'turn/start', time: T, data: null }]);
+    for (const bad of [[null], [42], ['turn/end'], [1n], [[]]]) {
+      const result = await resume(store, 's1', {
+        closeInterruptedTurn: () => bad as unknown as ClosingEvent[],
+      }).catch((error: unknown) => error);
+      expect(isTidemarkError(result, 'INVALID')).toBe(true);
+    }
+    expect((await store.load('s1')).events).toHaveLength(1);
   });
 });
