@@ -223,6 +223,9 @@ export class SessionWriter {
       // this loop would spin on an empty buffer forever and starve the event loop).
       if (this.assigned < target) target = this.assigned;
       if (this.durable >= target) return;
+      // A failed append lowered flushTarget with the seqs it handed back; seqs pushed again since
+      // may be below this flush's target without having raised it: make sure the loop writes them.
+      if (target > this.flushTarget) this.flushTarget = target;
       if (this.failure !== undefined) throw this.failure;
       await this.pump();
     }

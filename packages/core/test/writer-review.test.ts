@@ -52,6 +52,40 @@ describe('SessionWriter (review regressions)', () => {
     expect((await store.load('s1')).events.map((e) => e.data)).toEqual([0]);
   });
 
+  it('…and when a new push reused a handed-back seq before that flush looked again', async () => {
+    const store = faulty(await openMemoryStore());
+    await store.create({ id: 's1' });
+    const writer = new SessionWriter(store, 's1', { maxBufferedEvents: 1, maxDelayMs: 1000 });
+    const gate = deferred();
+    store.gate = gate.promise;
+    store.failBefore.add(1);
+    await writer.push({ type: 'x', data: 0 });
+    const waiting = writer.push({ type: 'x', data: 1 });
+    let again: Promise<unknown> | undefined;
+    const retried = waiting.then(
+      () => 'accepted',
+      async () => {
+        const flushed = writer.flush();
+        // The producer pushes its next event at once: it gets the handed-back seq 1.
+        again = writer.push({ type: 'x', data: 'again' });
+        await flushed;
+      },
+    );
+    const flushing = writer.flush();
+    flushing.catch(() => undefined);
+    store.gate = undefined;
+    gate.resolve();
+    await retried;
+    const settled = await settlesWithin(flushing, 10_000);
+    if (!settled) {
+      await writer.flush();
+    }
+    expect(settled).toBe(true);
+    await expect(again).resolves.toMatchObject({ seq: 1 });
+    await writer.close();
+    expect((await store.load('s1')).events.map((e) => e.data)).toEqual([0, 'again']);
+  });
+
   it('the event push resolves with is the caller’s: mutating it changes nothing stored', async () => {
     const store = faulty(await openMemoryStore());
     await store.create({ id: 's1' });
