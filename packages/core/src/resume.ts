@@ -14,6 +14,9 @@ import type {
 } from './store.js';
 import { SessionWriter, type SessionWriterOptions } from './writer.js';
 
+/** Default of {@link ForkOptions.copyBatchBytes}: 64 MiB. */
+export const FORK_COPY_BATCH_BYTES = 64 * 1024 * 1024;
+
 /** An event the closing hook asks to append; seq and time are filled in by the writer. */
 export interface ClosingEvent {
   type: string;
@@ -128,12 +131,17 @@ export interface ForkOptions {
   /** Working directory of the new session; the parent's when omitted. */
   cwd?: string;
   /**
-   * Events per append while copying. Default: all of them in one append, so that the fork is
-   * atomic even across a crash (the child is there complete, or not at all). A smaller value
-   * bounds each append, at the price that a crash between two appends leaves a partial child; a
-   * failure that `fork` sees is cleaned up either way.
+   * Most events per append while copying. Default: no limit. With the default limits the whole
+   * prefix is copied in one append, so that the fork is atomic even across a crash (the child is
+   * there complete, or not at all). Smaller limits bound each append, at the price that a crash
+   * between two appends leaves a partial child; a failure that `fork` sees is cleaned up either way.
    */
   copyBatchEvents?: number;
+  /**
+   * Most serialized bytes per append while copying (a single larger event still goes alone).
+   * Default 64 MiB: only a prefix larger than that is copied in several appends.
+   */
+  copyBatchBytes?: number;
   /** Options of the returned writer. */
   writer?: Omit<SessionWriterOptions, 'nextSeq'>;
 }
@@ -168,6 +176,9 @@ export async function fork(
   const chunk = options.copyBatchEvents ?? Number.MAX_SAFE_INTEGER;
   if (!Number.isSafeInteger(chunk) || chunk < 1)
     throw new TidemarkError('INVALID', 'fork: copyBatchEvents must be ≥ 1');
+  const chunkBytes = options.copyBatchBytes ?? FORK_COPY_BATCH_BYTES;
+  if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1)
+    throw new TidemarkError('INVALID', 'fork: copyBatchBytes must be ≥ 1');
   const parent = await store.load(id);
   if (atSeq >= parent.events.length) {
     throw new TidemarkError(
@@ -188,8 +199,19 @@ export async function fork(
   });
   const history = parent.events.slice(0, atSeq + 1);
   try {
-    for (let from = 0; from < history.length; from += chunk) {
-      await store.append(meta.id, history.slice(from, from + chunk));
+    let from = 0;
+    while (from < history.length) {
+      // As nextBatchSize, without slicing the sizes for every append.
+      let size = 0;
+      let bytes = 0;
+      while (from + size < history.length && size < chunk) {
+        const next = Buffer.byteLength(JSON.stringify(history[from + size]), 'utf8');
+        if (size > 0 && bytes + next > chunkBytes) break;
+        size++;
+        bytes += next;
+      }
+      await store.append(meta.id, history.slice(from, from + size));
+      from += size;
     }
   } catch (error) {
     await discardFailedFork(store, meta.id, { id, seq: atSeq }, history);

@@ -103,3 +103,18 @@ describe('resume (review regressions)', () => {
     expect((await store.load('s1')).events).toHaveLength(1);
   });
 });
+
+describe('fork copy batches (review regressions)', () => {
+  it('splits only a prefix larger than copyBatchBytes, and still cleans up a failure', async () => {
+    const store = faulty(await openMemoryStore());
+    const events = await parentWith(store, 10);
+    // each event serializes to ~70 bytes: 150 bytes per append takes two of them
+    await fork(store, 'p', 9, { id: 'small', copyBatchBytes: 150 });
+    expect(store.batchSizes.slice(1)).toEqual([2, 2, 2, 2, 2]);
+    expect((await store.load('small')).events).toEqual(events);
+    store.failBefore.add(9);
+    await expect(fork(store, 'p', 9, { id: 'c', copyBatchBytes: 150 })).rejects.toMatchObject({ code: 'IO' });
+    expect(await store.has('c')).toBe(false);
+    await expect(fork(store, 'p', 9, { copyBatchBytes: 0 })).rejects.toMatchObject({ code: 'INVALID' });
+  });
+});
