@@ -251,6 +251,32 @@ export class SessionWriter {
     this.rejectWaiting(errors.closed());
   }
 
+  /**
+   * Gives up on this writer and hands back what it could not make durable, so that nothing it
+   * accepted is lost when it cannot go on: after a CONFLICT (another writer took those seqs), an
+   * error that retrying will not cure, or a store that had to be reopened.
+   *
+   * Waits for an append in flight to settle, then closes the writer without writing anything
+   * more: later calls reject with CLOSED, and pushes still waiting for space reject with CLOSED
+   * (they were never accepted). Resolves with copies of the accepted events not acknowledged by
+   * the store, in seq order. Caveat: when the last append failed, the store may have committed it
+   * all the same (its answer was lost); load the session and skip events already stored
+   * deep-equal before writing the rest again, e.g. with a new writer at the store's next seq.
+   */
+  async abandon(): Promise<SessionEvent[]> {
+    if (this.closed) throw errors.closed();
+    // Nothing new starts once closed is set; an append already running settles what is durable.
+    this.closed = true;
+    this.clearTimer();
+    while (this.running !== undefined) await this.running;
+    this.clearTimer();
+    this.rejectWaiting(errors.closed());
+    const left = this.buffer.splice(0).map(callerCopy);
+    this.bufferBytes = 0;
+    this.retrySize = undefined;
+    return left;
+  }
+
   private assertUsable(): void {
     if (this.closed) throw errors.closed();
     if (this.failure !== undefined) throw this.failure;
@@ -291,7 +317,8 @@ export class SessionWriter {
 
   /** Moves waiting pushes into the buffer, oldest first, as far as space allows. */
   private releaseSpace(): void {
-    while (this.waiting.length > 0 && this.buffer.length < this.maxBufferedEvents) {
+    // Closed by abandon(): nothing more is accepted.
+    while (!this.closed && this.waiting.length > 0 && this.buffer.length < this.maxBufferedEvents) {
       const waiter = this.waiting.shift()!;
       this.admit(waiter.item);
       waiter.resolve(callerCopy(waiter.item));
@@ -310,7 +337,8 @@ export class SessionWriter {
   }
 
   private shouldWrite(): boolean {
-    if (this.failure !== undefined || this.buffer.length === 0) return false;
+    // Closed by abandon(): the append in flight is the last one.
+    if (this.closed || this.failure !== undefined || this.buffer.length === 0) return false;
     return (
       this.durable < this.flushTarget ||
       this.buffer.length >= this.maxBatchEvents ||
