@@ -1185,6 +1185,28 @@ const concurrency: ContractCheck[] = [
   },
   {
     group: 'two instances',
+    name: 'an idempotent retry that succeeds on the session another instance materialized ends the reservation too',
+    async run(ctx) {
+      // a reserves an id; b materializes it with the very batch a then sends: a's append succeeds
+      // (an idempotent retry, nothing written), so a's batch is in the session and its reservation
+      // ends exactly as when an append of a's writes.
+      const a = await ctx.open();
+      const b = await ctx.reopen(a);
+      await a.create({ id: 'retried', title: 'from a' });
+      await b.create({ id: 'retried', title: 'from b' });
+      await b.append('retried', [ev(0), ev(1)]);
+      expect(await a.append('retried', [ev(0)])).toEqual({ nextSeq: 2 });
+      await b.delete('retried');
+      await expectCode(
+        a.append('retried', [ev(0)]),
+        'NOT_FOUND',
+        'append after the session a retried on was deleted',
+      );
+      await a.create({ id: 'retried' });
+    },
+  },
+  {
+    group: 'two instances',
     name: 'two instances racing the first batch of the same pending id: exactly one materializes',
     async run(ctx) {
       const a = await ctx.open();
