@@ -1207,6 +1207,29 @@ const concurrency: ContractCheck[] = [
   },
   {
     group: 'two instances',
+    name: 'a delete refused with CONFLICT (ifUpdatedAt) keeps the reservation of the instance that asked',
+    async run(ctx) {
+      // a reserves an id that b materializes; a's conditional delete of a version the session never
+      // had is refused, and a refused delete changes nothing: a's reservation outlives b's delete.
+      const a = await ctx.open();
+      const b = await ctx.reopen(a);
+      await a.create({ id: 'kept', title: 'from a' });
+      await b.create({ id: 'kept', title: 'from b' });
+      await b.append('kept', [ev(0, 'note', { writer: 'b' })]);
+      await expectCode(
+        a.delete('kept', { ifUpdatedAt: '2001-01-01T00:00:00.000Z' }),
+        'CONFLICT',
+        'delete of a version the session never had',
+      );
+      expect(await b.has('kept')).toBe(true);
+      await b.delete('kept');
+      await expectCode(a.create({ id: 'kept' }), 'ALREADY_EXISTS', 'create of an id a still reserves');
+      expect(await a.append('kept', [ev(0, 'note', { writer: 'a' })])).toEqual({ nextSeq: 1 });
+      expect((await b.load('kept')).summary.title).toBe('from a');
+    },
+  },
+  {
+    group: 'two instances',
     name: 'two instances racing the first batch of the same pending id: exactly one materializes',
     async run(ctx) {
       const a = await ctx.open();

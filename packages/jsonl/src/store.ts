@@ -419,7 +419,6 @@ export class JsonlStore implements SessionStore {
         if (this.pending.delete(id)) return;
         throw errors.notFound(id);
       }
-      this.pending.delete(id);
       await quietly(() => this.retireWriter(id, false));
       await this.assertRealBucket(paths, id);
       const lock = await this.lockSession(paths, id);
@@ -433,7 +432,14 @@ export class JsonlStore implements SessionStore {
         const removed = await ioOrAbsent(`removing ${paths.log}`, id, () =>
           this.fs.unlink(paths.log).then(() => true),
         );
-        if (removed === undefined) throw errors.notFound(id);
+        // This instance's reservation ends with a delete that removed the session, or that found
+        // only the reservation (the log vanished meanwhile); a refused delete (CONFLICT, IO) keeps
+        // it, as the memory model and sqlite do.
+        if (removed === undefined) {
+          if (this.pending.delete(id)) return;
+          throw errors.notFound(id);
+        }
+        this.pending.delete(id);
         await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
         await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
       } finally {
