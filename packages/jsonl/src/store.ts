@@ -583,8 +583,7 @@ export class JsonlStore implements SessionStore {
       if (elsewhere !== undefined) {
         const writer = await this.openWriter(id, elsewhere, lock);
         if (writer === undefined) throw errors.notFound(id);
-        this.pending.delete(id);
-        return this.appendTo(writer, batch);
+        return this.appendToReserved(writer, batch);
       }
       const last = batch[batch.length - 1]!.event.seq;
       const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
@@ -612,8 +611,7 @@ export class JsonlStore implements SessionStore {
         // Another instance published this id first: append to its log like any other.
         const writer = await this.openWriter(id, paths, lock);
         if (writer === undefined) throw errors.notFound(id);
-        this.pending.delete(id);
-        return this.appendTo(writer, batch);
+        return this.appendToReserved(writer, batch);
       }
       this.pending.delete(id);
       this.buckets.set(id, paths.bucket);
@@ -663,6 +661,17 @@ export class JsonlStore implements SessionStore {
       if (lock !== undefined && !this.writers.has(id)) await quietly(() => lock.release());
       throw error;
     }
+  }
+
+  /**
+   * {@link appendTo} for an id this instance reserved, on the log another instance published: the
+   * reservation ends once the append succeeds there, and a refused one (CONFLICT, IO) keeps it, as
+   * in `append` and the reference model.
+   */
+  private async appendToReserved(writer: Writer, batch: PreparedEvent[]): Promise<{ nextSeq: number }> {
+    const result = await this.appendTo(writer, batch);
+    this.pending.delete(writer.id);
+    return result;
   }
 
   /**
