@@ -248,6 +248,45 @@ const materialization: ContractCheck[] = [
   },
   {
     group: 'create',
+    name: 'a given createdAt is no change: updatedAt is the time of the appends, even when createdAt is later',
+    async run(ctx) {
+      // An import keeps the original's createdAt, which another machine's clock may have put in the
+      // future: the session must still be listed and pruned by when it was last appended to here.
+      const store = await ctx.open();
+      await store.create({ id: 'future', createdAt: '2999-01-01T00:00:00.000Z' });
+      await store.create({ id: 'past', createdAt: '2001-01-01T00:00:00.000Z' });
+      const before = Date.now();
+      await store.append('future', [ev(0)]);
+      await pause(5);
+      await store.append('past', [ev(0)]);
+      const after = Date.now();
+      const inWindow = async (reader: SessionStore, what: string) => {
+        const summaries = await listAll(reader);
+        expect(summaries.map((s) => s.id)).toEqual(['past', 'future']);
+        for (const summary of summaries) {
+          const at = Date.parse(summary.updatedAt);
+          if (!(at >= before && at <= after))
+            violation(
+              `${what}: ${summary.id} has updatedAt ${summary.updatedAt}, not the time of its append`,
+            );
+        }
+        expect((await reader.load('future')).meta.createdAt).toBe('2999-01-01T00:00:00.000Z');
+      };
+      await inWindow(store, 'the writing instance');
+      await inWindow(await ctx.reopen(store), 'a second instance');
+      await store.close();
+      const restarted = await ctx.reopen(store);
+      await inWindow(restarted, 'after a restart');
+      await pause(5);
+      await restarted.append('future', [ev(1)]);
+      const latest = (await restarted.list()).sessions[0]!;
+      expect(latest.id).toBe('future');
+      if (Date.parse(latest.updatedAt) > Date.now())
+        violation(`a later append set updatedAt ${latest.updatedAt}, in the future`);
+    },
+  },
+  {
+    group: 'create',
     name: 'create without an id generates valid, distinct, time-ordered ids',
     async run(ctx) {
       const store = await ctx.open();

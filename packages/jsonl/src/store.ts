@@ -586,7 +586,9 @@ export class JsonlStore implements SessionStore {
         return this.appendToReserved(writer, batch);
       }
       const last = batch[batch.length - 1]!.event.seq;
-      const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
+      // The time of this append, as the reference model has it: a given createdAt (an import keeps
+      // the original's, which another machine's clock may have put in our future) is not a change.
+      const at = nowIso();
       const headerText = encodeHeader(pending.meta, pending.patch);
       const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
       // No log here, and we hold the id's lock: a sidecar here is left from an earlier session of
@@ -840,7 +842,7 @@ export class JsonlStore implements SessionStore {
         lock,
         size: end.committedBytes,
         nextSeq: end.nextSeq,
-        lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? header!.meta.createdAt)),
+        lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? summary.updatedAt)),
         sidecarSize: sidecar?.logSize ?? -1,
         unsynced: false,
         repaired,
