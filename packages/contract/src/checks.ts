@@ -248,6 +248,45 @@ const materialization: ContractCheck[] = [
   },
   {
     group: 'create',
+    name: 'a given createdAt is no change: updatedAt is the time of the appends, even when createdAt is later',
+    async run(ctx) {
+      // An import keeps the original's createdAt, which another machine's clock may have put in the
+      // future: the session must still be listed and pruned by when it was last appended to here.
+      const store = await ctx.open();
+      await store.create({ id: 'future', createdAt: '2999-01-01T00:00:00.000Z' });
+      await store.create({ id: 'past', createdAt: '2001-01-01T00:00:00.000Z' });
+      const before = Date.now();
+      await store.append('future', [ev(0)]);
+      await pause(5);
+      await store.append('past', [ev(0)]);
+      const after = Date.now();
+      const inWindow = async (reader: SessionStore, what: string) => {
+        const summaries = await listAll(reader);
+        expect(summaries.map((s) => s.id)).toEqual(['past', 'future']);
+        for (const summary of summaries) {
+          const at = Date.parse(summary.updatedAt);
+          if (!(at >= before && at <= after))
+            violation(
+              `${what}: ${summary.id} has updatedAt ${summary.updatedAt}, not the time of its append`,
+            );
+        }
+        expect((await reader.load('future')).meta.createdAt).toBe('2999-01-01T00:00:00.000Z');
+      };
+      await inWindow(store, 'the writing instance');
+      await inWindow(await ctx.reopen(store), 'a second instance');
+      await store.close();
+      const restarted = await ctx.reopen(store);
+      await inWindow(restarted, 'after a restart');
+      await pause(5);
+      await restarted.append('future', [ev(1)]);
+      const latest = (await restarted.list()).sessions[0]!;
+      expect(latest.id).toBe('future');
+      if (Date.parse(latest.updatedAt) > Date.now())
+        violation(`a later append set updatedAt ${latest.updatedAt}, in the future`);
+    },
+  },
+  {
+    group: 'create',
     name: 'create without an id generates valid, distinct, time-ordered ids',
     async run(ctx) {
       const store = await ctx.open();
@@ -1181,6 +1220,51 @@ const concurrency: ContractCheck[] = [
         'append after the session a wrote to was deleted',
       );
       await a.create({ id: 'landed' });
+    },
+  },
+  {
+    group: 'two instances',
+    name: 'an idempotent retry that succeeds on the session another instance materialized ends the reservation too',
+    async run(ctx) {
+      // a reserves an id; b materializes it with the very batch a then sends: a's append succeeds
+      // (an idempotent retry, nothing written), so a's batch is in the session and its reservation
+      // ends exactly as when an append of a's writes.
+      const a = await ctx.open();
+      const b = await ctx.reopen(a);
+      await a.create({ id: 'retried', title: 'from a' });
+      await b.create({ id: 'retried', title: 'from b' });
+      await b.append('retried', [ev(0), ev(1)]);
+      expect(await a.append('retried', [ev(0)])).toEqual({ nextSeq: 2 });
+      await b.delete('retried');
+      await expectCode(
+        a.append('retried', [ev(0)]),
+        'NOT_FOUND',
+        'append after the session a retried on was deleted',
+      );
+      await a.create({ id: 'retried' });
+    },
+  },
+  {
+    group: 'two instances',
+    name: 'a delete refused with CONFLICT (ifUpdatedAt) keeps the reservation of the instance that asked',
+    async run(ctx) {
+      // a reserves an id that b materializes; a's conditional delete of a version the session never
+      // had is refused, and a refused delete changes nothing: a's reservation outlives b's delete.
+      const a = await ctx.open();
+      const b = await ctx.reopen(a);
+      await a.create({ id: 'kept', title: 'from a' });
+      await b.create({ id: 'kept', title: 'from b' });
+      await b.append('kept', [ev(0, 'note', { writer: 'b' })]);
+      await expectCode(
+        a.delete('kept', { ifUpdatedAt: '2001-01-01T00:00:00.000Z' }),
+        'CONFLICT',
+        'delete of a version the session never had',
+      );
+      expect(await b.has('kept')).toBe(true);
+      await b.delete('kept');
+      await expectCode(a.create({ id: 'kept' }), 'ALREADY_EXISTS', 'create of an id a still reserves');
+      expect(await a.append('kept', [ev(0, 'note', { writer: 'a' })])).toEqual({ nextSeq: 1 });
+      expect((await b.load('kept')).summary.title).toBe('from a');
     },
   },
   {

@@ -419,7 +419,6 @@ export class JsonlStore implements SessionStore {
         if (this.pending.delete(id)) return;
         throw errors.notFound(id);
       }
-      this.pending.delete(id);
       await quietly(() => this.retireWriter(id, false));
       await this.assertRealBucket(paths, id);
       const lock = await this.lockSession(paths, id);
@@ -433,7 +432,14 @@ export class JsonlStore implements SessionStore {
         const removed = await ioOrAbsent(`removing ${paths.log}`, id, () =>
           this.fs.unlink(paths.log).then(() => true),
         );
-        if (removed === undefined) throw errors.notFound(id);
+        // This instance's reservation ends with a delete that removed the session, or that found
+        // only the reservation (the log vanished meanwhile); a refused delete (CONFLICT, IO) keeps
+        // it, as the memory model and sqlite do.
+        if (removed === undefined) {
+          if (this.pending.delete(id)) return;
+          throw errors.notFound(id);
+        }
+        this.pending.delete(id);
         await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
         await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
       } finally {
@@ -577,11 +583,12 @@ export class JsonlStore implements SessionStore {
       if (elsewhere !== undefined) {
         const writer = await this.openWriter(id, elsewhere, lock);
         if (writer === undefined) throw errors.notFound(id);
-        this.pending.delete(id);
-        return this.appendTo(writer, batch);
+        return this.appendToReserved(writer, batch);
       }
       const last = batch[batch.length - 1]!.event.seq;
-      const at = nextUpdatedAt(pending.meta.createdAt, nowIso());
+      // The time of this append, as the reference model has it: a given createdAt (an import keeps
+      // the original's, which another machine's clock may have put in our future) is not a change.
+      const at = nowIso();
       const headerText = encodeHeader(pending.meta, pending.patch);
       const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
       // No log here, and we hold the id's lock: a sidecar here is left from an earlier session of
@@ -606,8 +613,7 @@ export class JsonlStore implements SessionStore {
         // Another instance published this id first: append to its log like any other.
         const writer = await this.openWriter(id, paths, lock);
         if (writer === undefined) throw errors.notFound(id);
-        this.pending.delete(id);
-        return this.appendTo(writer, batch);
+        return this.appendToReserved(writer, batch);
       }
       this.pending.delete(id);
       this.buckets.set(id, paths.bucket);
@@ -657,6 +663,17 @@ export class JsonlStore implements SessionStore {
       if (lock !== undefined && !this.writers.has(id)) await quietly(() => lock.release());
       throw error;
     }
+  }
+
+  /**
+   * {@link appendTo} for an id this instance reserved, on the log another instance published: the
+   * reservation ends once the append succeeds there, and a refused one (CONFLICT, IO) keeps it, as
+   * in `append` and the reference model.
+   */
+  private async appendToReserved(writer: Writer, batch: PreparedEvent[]): Promise<{ nextSeq: number }> {
+    const result = await this.appendTo(writer, batch);
+    this.pending.delete(writer.id);
+    return result;
   }
 
   /**
@@ -825,7 +842,7 @@ export class JsonlStore implements SessionStore {
         lock,
         size: end.committedBytes,
         nextSeq: end.nextSeq,
-        lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? header!.meta.createdAt)),
+        lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? summary.updatedAt)),
         sidecarSize: sidecar?.logSize ?? -1,
         unsynced: false,
         repaired,

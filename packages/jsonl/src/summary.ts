@@ -113,6 +113,8 @@ export class SummaryFolder {
   private rebuilt: SessionSummary | undefined;
   private anchored: SessionSummary | undefined;
   private offset = 0;
+  /** True until a batch follows the header: the rebuilt `updatedAt` is then `createdAt`, no change. */
+  private atHeader = false;
 
   constructor(
     private readonly sidecar: Sidecar | undefined,
@@ -131,6 +133,7 @@ export class SummaryFolder {
   header(header: LogHeader, endOffset: number): void {
     this.rebuilt = baseSummary(header);
     this.offset = endOffset;
+    this.atHeader = true;
     this.tryAnchor(0);
   }
 
@@ -139,10 +142,16 @@ export class SummaryFolder {
     if (this.anchored !== undefined) {
       this.anchored = foldBatch(this.anchored, batch, this.isBoundary);
       this.offset = batch.endOffset;
+      this.atHeader = false;
       return;
     }
     if (this.rebuilt === undefined) return;
-    this.rebuilt = foldBatch(this.rebuilt, batch, this.isBoundary);
+    // The first batch's time is the session's first change, as in the reference model, even when
+    // it is earlier than a given createdAt (an import from a machine whose clock ran ahead).
+    this.rebuilt = this.atHeader
+      ? summaryAfterAppend(this.rebuilt, batch.events, this.isBoundary, batch.at)
+      : foldBatch(this.rebuilt, batch, this.isBoundary);
+    this.atHeader = false;
     this.offset = batch.endOffset;
     this.tryAnchor(this.rebuilt.eventCount);
   }

@@ -124,6 +124,9 @@ class MemoryStore implements SessionStore {
         .slice(plan.fromSeq, plan.toSeq + 1)
         .map((line) => JSON.parse(line) as SessionEvent);
       assertSameEvents(id, existing, batch);
+      // A retry that succeeds tells the caller its batch is in the session, as an append that
+      // writes does: the reservation ends the same way (jsonl and sqlite agree).
+      this.pending.delete(id);
       return { nextSeq };
     }
     this.step('write', id);
