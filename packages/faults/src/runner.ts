@@ -1,5 +1,5 @@
 import { isTidemarkError, type SessionEvent, type SessionStore, type TidemarkError } from '@tidemark/core';
-import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
+import { compareLog, type ModelSession, shownFields, type Violation, type WorkloadModel } from './model.js';
 import {
   AGENT_WORKLOAD,
   canonicalEvent,
@@ -137,7 +137,15 @@ export async function runWorkload(
         const created = await check.attempt(`create(${session.id})`, () =>
           store.create({ id: session.id, ...step.init }),
         );
-        if (created.ok) session.created = true;
+        if (created.ok) {
+          session.created = true;
+          session.fieldStates = [
+            {
+              ...(step.init.title !== undefined && { title: step.init.title }),
+              ...(step.init.tags !== undefined && { tags: [...step.init.tags] }),
+            },
+          ];
+        }
         break;
       }
       case 'append':
@@ -147,8 +155,19 @@ export async function runWorkload(
         const updated = await check.attempt(`update(${session.id})`, () =>
           store.update(session.id, step.patch),
         );
-        if (!updated.ok && updated.error?.code === 'NOT_FOUND' && session.exists === 'yes')
-          check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+        const patch = {
+          ...(step.patch.title !== undefined && { title: step.patch.title }),
+          ...(step.patch.tags !== undefined && { tags: step.patch.tags }),
+        };
+        if (updated.ok) session.ackFields(patch);
+        else if (updated.error?.code === 'NOT_FOUND') {
+          if (session.exists === 'yes')
+            check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+        } else if (!options.checkFailedAppend) {
+          // A persistent fault may have stopped the store half way: the update may have landed.
+          // After a once fault, a rejected update must have changed nothing (as a rejected append).
+          session.doubtFields(patch);
+        }
         break;
       }
       case 'has': {
@@ -297,7 +316,16 @@ export async function verifyAfterLift(
   if (page.ok) {
     checkList(check, model, page.value, undefined, true, options.crash);
     // SPEC §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
+    const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
     for (const summary of page.value.sessions) {
+      // An acknowledged update is a write like an append: it must survive the fault (and a failed
+      // one must not show), so title and tags are one of the states the model allows.
+      const session = known.get(summary.id);
+      if (session !== undefined && session.exists !== 'no' && !session.fieldsMatch(shownFields(summary)))
+        check.violation(
+          'lost-update',
+          `list() shows ${summary.id} with title/tags ${JSON.stringify([summary.title ?? null, summary.tags ?? null])}, acknowledged: ${session.describeFields()}`,
+        );
       const length = loadedLengths.get(summary.id);
       if (length !== undefined && summary.eventCount !== length)
         check.violation(

@@ -242,6 +242,12 @@ export async function crashSweepFs(
       const session = snapshot.session(currentStep.key);
       if (session.exists !== 'no') session.deleted = 'maybe';
     }
+    if (currentStep?.kind === 'update') {
+      const { title, tags } = currentStep.patch;
+      snapshot
+        .session(currentStep.key)
+        .doubtFields({ ...(title !== undefined && { title }), ...(tags !== undefined && { tags }) });
+    }
     recorded.push({ point: crashFs.crashPoint(op), model: snapshot });
   });
   await crashFs.mkdir(SWEEP_ROOT, { recursive: true });

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
 import {
+  jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
+  jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
 } from './fixtures/broken-jsonl.js';
@@ -50,5 +52,22 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     const report = await runFaultHarness(jsonlDroppingTornLog(), { ...base, skip: ['real', 'errors'] });
     const cell = failing(report, 'crash (power loss)');
     expect((cell?.lostEvents ?? 0) + (cell?.absences ?? 0)).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('(e) update without a directory fsync: an acknowledged title and tags lost in a crash', async () => {
+    const report = await runFaultHarness(jsonlUpdateWithoutDirSync(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('lost-update');
+  }, 120_000);
+
+  it('(f) delete that removes the sidecar before the log: a rejected delete loses the title', async () => {
+    const report = await runFaultHarness(jsonlDeleteSummaryFirst(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    expect(failing(report, 'EIO once')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('lost-update');
   }, 120_000);
 });
