@@ -305,6 +305,21 @@ export async function verifyAfterLift(
       );
       continue;
     }
+    // A session whose first batch (or delete) was in doubt may come back absent or whole, never
+    // unreadable: an id left CORRUPT by an unacknowledged write can be neither created again nor
+    // written (a first batch published without temp file and link/rename, torn by the crash).
+    if (
+      !loaded.ok &&
+      loaded.error !== undefined &&
+      loaded.error.code !== 'NOT_FOUND' &&
+      session.exists === 'maybe'
+    ) {
+      check.violation(
+        'not-writable',
+        `load(${session.id}) fails after the fault was lifted (${loaded.error.code}), though nothing acknowledged it: an unacknowledged write left the id unusable: ${loaded.error.message}`,
+      );
+      continue;
+    }
     // After the fault is lifted, an existing session that reads as absent has lost every event.
     if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
     check.load(session, loaded, allowInDoubt, options.crash);
