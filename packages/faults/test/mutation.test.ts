@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
+import { engineSwallowingBusy } from './fixtures/broken-engines.js';
 import {
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
@@ -77,4 +78,13 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('not-writable');
   }, 120_000);
+});
+
+describe('mutation check: the harness catches deliberately broken engine backends', () => {
+  it('(h) BUSY taken for success: engines are swept with EBUSY too, and the batch is lost', async () => {
+    const report = await runFaultHarness(engineSwallowingBusy(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EBUSY once');
+    expect(cell?.status).toBe('fail');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 60_000);
 });
