@@ -21,7 +21,12 @@ export type ViolationKind =
    * After the fault was lifted and the store reopened, a session's title or tags are not what the
    * acknowledged `create`/`update` calls set (an acknowledged update lost, or a failed one applied).
    */
-  | 'lost-update';
+  | 'lost-update'
+  /**
+   * An operation of the workload that no injected fault ever made fail in a whole error sweep: the
+   * backend's fault hook (or port) does not reach it, so its fault paths went untested.
+   */
+  | 'uncovered-operation';
 
 /** One broken invariant. */
 export interface Violation {

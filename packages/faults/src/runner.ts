@@ -45,6 +45,8 @@ export interface WorkloadRunOptions {
 /** Records the violations and counts of one run. */
 export class Checker {
   readonly outcome = emptyOutcome();
+  /** Workload operations (`has`, `append`, …) in which a call rejected with a typed error other than NOT_FOUND. */
+  readonly failedOps = new Set<WorkloadStep['kind']>();
 
   /** Records a broken invariant. */
   violation(kind: Violation['kind'], detail: string): void {
@@ -124,12 +126,27 @@ export async function runWorkload(
 ): Promise<void> {
   for (const step of options.steps ?? AGENT_WORKLOAD) {
     options.onStep?.(step);
+    const surfaced = check.outcome.errorsSurfaced;
+    await runStep(store, model, check, options, step);
+    if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
+  }
+  options.onStep?.(undefined);
+}
+
+async function runStep(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: WorkloadRunOptions,
+  step: WorkloadStep,
+): Promise<void> {
+  {
     if (step.kind === 'list') {
       const page = await check.attempt('list', () =>
         store.list(step.cwd === undefined ? {} : { cwd: step.cwd }),
       );
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
-      continue;
+      return;
     }
     const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
     switch (step.kind) {
@@ -196,7 +213,6 @@ export async function runWorkload(
       }
     }
   }
-  options.onStep?.(undefined);
 }
 
 async function appendWithRetry(

@@ -14,8 +14,8 @@ import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import type { ReportBuilder } from './report.js';
-import { Checker, runWorkload, verifyAfterLift } from './runner.js';
-import type { WorkloadStep } from './workload.js';
+import { Checker, emptyOutcome, runWorkload, verifyAfterLift } from './runner.js';
+import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
 export const SWEEP_ROOT = '/store/sessions';
@@ -59,6 +59,34 @@ export function planErrorSweep(
 
 async function closeQuietly(check: Checker, store: SessionStore): Promise<void> {
   await check.attempt('close', () => store.close());
+}
+
+/**
+ * Fault coverage of a whole error sweep: every operation of the workload must have met an injected
+ * fault (a typed error) in some run. One the port or hook never reaches, say a `has` that reads
+ * around the fault hook, would pass every cell untested.
+ */
+function reportCoverage(
+  report: ReportBuilder,
+  backend: string,
+  failed: ReadonlySet<WorkloadStep['kind']>,
+  complete: boolean,
+): void {
+  if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
+  const outcome = emptyOutcome();
+  const kinds = [...new Set(AGENT_WORKLOAD.map((step) => step.kind))];
+  for (const kind of kinds.filter((k) => !failed.has(k)))
+    outcome.violations.push({
+      kind: 'uncovered-operation',
+      detail: `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
+    });
+  report.add(
+    backend,
+    'fault coverage (every operation)',
+    `${kinds.length - outcome.violations.length}/${kinds.length} operations met a fault`,
+    outcome,
+    true,
+  );
 }
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
@@ -123,6 +151,7 @@ export async function errorSweepFs(
   const ops = baseline.trace.map((entry) => entry.op);
   const faults = planErrorSweep(ops, errnos, persistentErrnos);
   let done = 0;
+  const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const plan: FaultPlan = {
@@ -132,11 +161,13 @@ export async function errorSweepFs(
       ...(fault.shortWrite && { kind: 'short-write' as const }),
     };
     const run = await runFsOnce(driver, [plan]);
+    for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
     report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
+  reportCoverage(report, driver.name, failed, !report.enough);
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -186,13 +217,16 @@ export async function errorSweepEngine(
   report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
   const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
   let done = 0;
+  const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault);
+    for (const kind of run.check.failedOps) failed.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
     report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
+  reportCoverage(report, driver.name, failed, !report.enough);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 

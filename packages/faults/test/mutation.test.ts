@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
-import { engineSwallowingBusy } from './fixtures/broken-engines.js';
+import { engineHasWithoutHook, engineSwallowingBusy } from './fixtures/broken-engines.js';
 import {
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
@@ -86,5 +86,14 @@ describe('mutation check: the harness catches deliberately broken engine backend
     const cell = report.cells.find((c) => c.faultClass === 'EBUSY once');
     expect(cell?.status).toBe('fail');
     expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('(i) an operation that bypasses the fault hook: fault coverage fails', async () => {
+    const report = await runFaultHarness(engineHasWithoutHook(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'fault coverage (every operation)');
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.detail)).toContain(
+      'no injected fault ever made has() fail: the fault hook or port does not reach it',
+    );
   }, 60_000);
 });
