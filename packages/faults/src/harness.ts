@@ -3,7 +3,7 @@ import type { HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+import { crashSweepFs, damageSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -111,6 +111,7 @@ export async function runFaultHarness(
         total.crashPoints = swept.points;
         total.crashStates = swept.states;
         total.runs += swept.recoveryRuns;
+        total.runs += await damageSweepFs(driver, report);
       } else {
         report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
       }

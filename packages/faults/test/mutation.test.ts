@@ -5,6 +5,7 @@ import {
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
+  jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
@@ -77,6 +78,11 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     const report = await runFaultHarness(jsonlNonAtomicFirstPublish(), { ...base, skip: ['real', 'errors'] });
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('not-writable');
+  }, 120_000);
+  it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
+    const report = await runFaultHarness(jsonlLoadStoppingAtDamage(), { ...base, skip: ['real', 'errors'] });
+    const cell = failing(report, 'damaged file (one byte flipped)');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
   }, 120_000);
 });
 
