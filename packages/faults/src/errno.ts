@@ -12,8 +12,15 @@ export const SWEEP_ERRNOS = [
   'EISDIR',
 ] as const;
 
+/**
+ * Errnos injected on top of {@link SWEEP_ERRNOS} into engine backends: EBUSY stands for lock
+ * contention (`SQLITE_BUSY`), which an engine may meet at any statement, COMMIT included, and must
+ * never take for success. The real lock-holder case only meets it at BEGIN.
+ */
+export const ENGINE_ERRNOS = ['EBUSY'] as const;
+
 /** One of the injected errno names. */
-export type ErrnoName = (typeof SWEEP_ERRNOS)[number];
+export type ErrnoName = (typeof SWEEP_ERRNOS)[number] | (typeof ENGINE_ERRNOS)[number];
 
 const MESSAGES: Record<ErrnoName, string> = {
   ENOTDIR: 'not a directory',
@@ -24,6 +31,7 @@ const MESSAGES: Record<ErrnoName, string> = {
   EROFS: 'read-only file system',
   EMFILE: 'too many open files',
   EISDIR: 'illegal operation on a directory',
+  EBUSY: 'resource busy or locked',
 };
 
 /** An `Error` shaped like the ones `node:fs` throws: `code`, negative `errno`, `syscall`, `path`. */

@@ -1,9 +1,9 @@
 import type { CrashStateLimits } from './crash-fs.js';
 import type { HarnessDriver } from './driver.js';
-import { type ErrnoName, SWEEP_ERRNOS } from './errno.js';
+import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+import { crashSweepFs, damageSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -12,7 +12,10 @@ export interface HarnessOptions {
    * after sync-family and directory operations only, fewer kills. Full by default.
    */
   quick?: boolean;
-  /** Errnos injected once at every operation (default: all of SPEC §7.1, or the quick set). */
+  /**
+   * Errnos injected once at every operation (default: all of SPEC §7.1, or the quick set; engine
+   * drivers get EBUSY besides).
+   */
   errnos?: readonly ErrnoName[];
   /** Errnos injected persistently from every operation on (default: all, or EIO when quick). */
   persistentErrnos?: readonly ErrnoName[];
@@ -57,6 +60,8 @@ export async function runFaultHarness(
   const quick = options.quick ?? false;
   const errnos = options.errnos ?? (quick ? QUICK_ERRNOS : SWEEP_ERRNOS);
   const persistentErrnos = options.persistentErrnos ?? (quick ? ['EIO'] : SWEEP_ERRNOS);
+  // Engines also meet lock contention (EBUSY → SQLITE_BUSY) at every step, once.
+  const engineErrnos = options.errnos ?? [...errnos, ...ENGINE_ERRNOS];
   const skip = new Set(options.skip ?? []);
   const report = new ReportBuilder(options.stopAfterFailures);
   const totals: BackendTotals[] = [];
@@ -78,7 +83,13 @@ export async function runFaultHarness(
         total.operationsSwept = swept.operations;
         total.runs = swept.runs;
       } else if (driver.injectsSteps) {
-        const swept = await errorSweepEngine(driver, report, errnos, persistentErrnos, options.progress);
+        const swept = await errorSweepEngine(
+          driver,
+          report,
+          engineErrnos,
+          persistentErrnos,
+          options.progress,
+        );
         total.operationsSwept = swept.operations;
         total.runs = swept.runs;
       } else {
@@ -100,6 +111,7 @@ export async function runFaultHarness(
         total.crashPoints = swept.points;
         total.crashStates = swept.states;
         total.runs += swept.recoveryRuns;
+        total.runs += await damageSweepFs(driver, report);
       } else {
         report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
       }

@@ -16,12 +16,40 @@ export type ViolationKind =
   /** After the fault was lifted and the store reopened, list() shows a summary that disagrees with the log. */
   | 'stale-summary'
   /** After the fault was lifted and the store reopened, it could not take the next append. */
-  | 'not-writable';
+  | 'not-writable'
+  /**
+   * After the fault was lifted and the store reopened, a session's title or tags are not what the
+   * acknowledged `create`/`update` calls set (an acknowledged update lost, or a failed one applied).
+   */
+  | 'lost-update'
+  /**
+   * An operation of the workload that no injected fault ever made fail in a whole error sweep: the
+   * backend's fault hook (or port) does not reach it, so its fault paths went untested.
+   */
+  | 'uncovered-operation';
 
 /** One broken invariant. */
 export interface Violation {
   kind: ViolationKind;
   detail: string;
+}
+
+/** The summary fields of the workload's `create` and `update` calls that the harness checks. */
+export interface ModelFields {
+  title?: string;
+  tags?: string[];
+}
+
+/** `fields` with `patch` applied, as core's applyPatch does for the fields the model tracks. */
+export function mergeFields(fields: ModelFields, patch: ModelFields): ModelFields {
+  const next: ModelFields = { ...fields };
+  if (patch.title !== undefined) next.title = patch.title;
+  if (patch.tags !== undefined) next.tags = [...patch.tags];
+  return next;
+}
+
+function fieldsKey(fields: ModelFields): string {
+  return JSON.stringify([fields.title ?? null, fields.tags ?? null]);
 }
 
 /** Whether a session exists for sure, surely not, or may (a batch or delete in doubt). */
@@ -37,6 +65,11 @@ export class ModelSession {
   /** Batches in doubt at seq `acked.length` (rejected under a persistent fault, or in flight at a crash). */
   inDoubt: string[][] = [];
   deleted: Existence = 'no';
+  /**
+   * Every title/tags state the store may show: one when every create/update settled cleanly; more
+   * when an update was in doubt (rejected under a persistent fault, or in flight at a crash).
+   */
+  fieldStates: ModelFields[] = [{}];
 
   constructor(
     readonly key: string,
@@ -58,8 +91,48 @@ export class ModelSession {
     copy.acked = [...this.acked];
     copy.inDoubt = this.inDoubt.map((batch) => [...batch]);
     copy.deleted = this.deleted;
+    copy.fieldStates = this.fieldStates.map((f) => mergeFields(f, {}));
     return copy;
   }
+
+  /** An acknowledged create or update: every possible state gets the patch. */
+  ackFields(patch: ModelFields): void {
+    this.fieldStates = dedupe(this.fieldStates.map((f) => mergeFields(f, patch)));
+  }
+
+  /** An update in doubt: it may or may not have been applied. */
+  doubtFields(patch: ModelFields): void {
+    this.fieldStates = dedupe([...this.fieldStates, ...this.fieldStates.map((f) => mergeFields(f, patch))]);
+  }
+
+  /** Whether title and tags as a store shows them are one of the possible states. */
+  fieldsMatch(shown: ModelFields): boolean {
+    const key = fieldsKey(shown);
+    return this.fieldStates.some((f) => fieldsKey(f) === key);
+  }
+
+  /** The possible states, for messages. */
+  describeFields(): string {
+    return this.fieldStates.map(fieldsKey).join(' or ');
+  }
+}
+
+function dedupe(states: ModelFields[]): ModelFields[] {
+  const seen = new Set<string>();
+  return states.filter((f) => {
+    const key = fieldsKey(f);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** The title and tags of a summary, as the model tracks them. */
+export function shownFields(summary: { title?: string; tags?: string[] }): ModelFields {
+  const shown: ModelFields = {};
+  if (summary.title !== undefined) shown.title = summary.title;
+  if (summary.tags !== undefined) shown.tags = [...summary.tags];
+  return shown;
 }
 
 /** Result of comparing a loaded log with the model. */

@@ -1,5 +1,5 @@
 import { isTidemarkError, type SessionEvent, type SessionStore, type TidemarkError } from '@tidemark/core';
-import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
+import { compareLog, type ModelSession, shownFields, type Violation, type WorkloadModel } from './model.js';
 import {
   AGENT_WORKLOAD,
   canonicalEvent,
@@ -45,6 +45,8 @@ export interface WorkloadRunOptions {
 /** Records the violations and counts of one run. */
 export class Checker {
   readonly outcome = emptyOutcome();
+  /** Workload operations (`has`, `append`, …) in which a call rejected with a typed error other than NOT_FOUND. */
+  readonly failedOps = new Set<WorkloadStep['kind']>();
 
   /** Records a broken invariant. */
   violation(kind: Violation['kind'], detail: string): void {
@@ -124,12 +126,27 @@ export async function runWorkload(
 ): Promise<void> {
   for (const step of options.steps ?? AGENT_WORKLOAD) {
     options.onStep?.(step);
+    const surfaced = check.outcome.errorsSurfaced;
+    await runStep(store, model, check, options, step);
+    if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
+  }
+  options.onStep?.(undefined);
+}
+
+async function runStep(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: WorkloadRunOptions,
+  step: WorkloadStep,
+): Promise<void> {
+  {
     if (step.kind === 'list') {
       const page = await check.attempt('list', () =>
         store.list(step.cwd === undefined ? {} : { cwd: step.cwd }),
       );
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
-      continue;
+      return;
     }
     const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
     switch (step.kind) {
@@ -137,7 +154,15 @@ export async function runWorkload(
         const created = await check.attempt(`create(${session.id})`, () =>
           store.create({ id: session.id, ...step.init }),
         );
-        if (created.ok) session.created = true;
+        if (created.ok) {
+          session.created = true;
+          session.fieldStates = [
+            {
+              ...(step.init.title !== undefined && { title: step.init.title }),
+              ...(step.init.tags !== undefined && { tags: [...step.init.tags] }),
+            },
+          ];
+        }
         break;
       }
       case 'append':
@@ -147,8 +172,19 @@ export async function runWorkload(
         const updated = await check.attempt(`update(${session.id})`, () =>
           store.update(session.id, step.patch),
         );
-        if (!updated.ok && updated.error?.code === 'NOT_FOUND' && session.exists === 'yes')
-          check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+        const patch = {
+          ...(step.patch.title !== undefined && { title: step.patch.title }),
+          ...(step.patch.tags !== undefined && { tags: step.patch.tags }),
+        };
+        if (updated.ok) session.ackFields(patch);
+        else if (updated.error?.code === 'NOT_FOUND') {
+          if (session.exists === 'yes')
+            check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+        } else if (!options.checkFailedAppend) {
+          // A persistent fault may have stopped the store half way: the update may have landed.
+          // After a once fault, a rejected update must have changed nothing (as a rejected append).
+          session.doubtFields(patch);
+        }
         break;
       }
       case 'has': {
@@ -177,7 +213,6 @@ export async function runWorkload(
       }
     }
   }
-  options.onStep?.(undefined);
 }
 
 async function appendWithRetry(
@@ -286,6 +321,21 @@ export async function verifyAfterLift(
       );
       continue;
     }
+    // A session whose first batch (or delete) was in doubt may come back absent or whole, never
+    // unreadable: an id left CORRUPT by an unacknowledged write can be neither created again nor
+    // written (a first batch published without temp file and link/rename, torn by the crash).
+    if (
+      !loaded.ok &&
+      loaded.error !== undefined &&
+      loaded.error.code !== 'NOT_FOUND' &&
+      session.exists === 'maybe'
+    ) {
+      check.violation(
+        'not-writable',
+        `load(${session.id}) fails after the fault was lifted (${loaded.error.code}), though nothing acknowledged it: an unacknowledged write left the id unusable: ${loaded.error.message}`,
+      );
+      continue;
+    }
     // After the fault is lifted, an existing session that reads as absent has lost every event.
     if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
     check.load(session, loaded, allowInDoubt, options.crash);
@@ -297,7 +347,16 @@ export async function verifyAfterLift(
   if (page.ok) {
     checkList(check, model, page.value, undefined, true, options.crash);
     // SPEC §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
+    const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
     for (const summary of page.value.sessions) {
+      // An acknowledged update is a write like an append: it must survive the fault (and a failed
+      // one must not show), so title and tags are one of the states the model allows.
+      const session = known.get(summary.id);
+      if (session !== undefined && session.exists !== 'no' && !session.fieldsMatch(shownFields(summary)))
+        check.violation(
+          'lost-update',
+          `list() shows ${summary.id} with title/tags ${JSON.stringify([summary.title ?? null, summary.tags ?? null])}, acknowledged: ${session.describeFields()}`,
+        );
       const length = loadedLengths.get(summary.id);
       if (length !== undefined && summary.eventCount !== length)
         check.violation(

@@ -1,4 +1,6 @@
+import { posix } from 'node:path';
 import type { FileSystem, SessionStore } from '@tidemark/core';
+import { Volume } from 'memfs';
 import {
   CrashFs,
   type CrashPoint,
@@ -14,8 +16,8 @@ import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import type { ReportBuilder } from './report.js';
-import { Checker, runWorkload, verifyAfterLift } from './runner.js';
-import type { WorkloadStep } from './workload.js';
+import { Checker, emptyOutcome, runWorkload, verifyAfterLift } from './runner.js';
+import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
 export const SWEEP_ROOT = '/store/sessions';
@@ -59,6 +61,34 @@ export function planErrorSweep(
 
 async function closeQuietly(check: Checker, store: SessionStore): Promise<void> {
   await check.attempt('close', () => store.close());
+}
+
+/**
+ * Fault coverage of a whole error sweep: every operation of the workload must have met an injected
+ * fault (a typed error) in some run. One the port or hook never reaches, say a `has` that reads
+ * around the fault hook, would pass every cell untested.
+ */
+function reportCoverage(
+  report: ReportBuilder,
+  backend: string,
+  failed: ReadonlySet<WorkloadStep['kind']>,
+  complete: boolean,
+): void {
+  if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
+  const outcome = emptyOutcome();
+  const kinds = [...new Set(AGENT_WORKLOAD.map((step) => step.kind))];
+  for (const kind of kinds.filter((k) => !failed.has(k)))
+    outcome.violations.push({
+      kind: 'uncovered-operation',
+      detail: `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
+    });
+  report.add(
+    backend,
+    'fault coverage (every operation)',
+    `${kinds.length - outcome.violations.length}/${kinds.length} operations met a fault`,
+    outcome,
+    true,
+  );
 }
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
@@ -123,6 +153,7 @@ export async function errorSweepFs(
   const ops = baseline.trace.map((entry) => entry.op);
   const faults = planErrorSweep(ops, errnos, persistentErrnos);
   let done = 0;
+  const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const plan: FaultPlan = {
@@ -132,11 +163,13 @@ export async function errorSweepFs(
       ...(fault.shortWrite && { kind: 'short-write' as const }),
     };
     const run = await runFsOnce(driver, [plan]);
+    for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
     report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
+  reportCoverage(report, driver.name, failed, !report.enough);
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -186,13 +219,16 @@ export async function errorSweepEngine(
   report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
   const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
   let done = 0;
+  const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault);
+    for (const kind of run.check.failedOps) failed.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
     report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
+  reportCoverage(report, driver.name, failed, !report.enough);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -241,6 +277,12 @@ export async function crashSweepFs(
     if (currentStep?.kind === 'delete') {
       const session = snapshot.session(currentStep.key);
       if (session.exists !== 'no') session.deleted = 'maybe';
+    }
+    if (currentStep?.kind === 'update') {
+      const { title, tags } = currentStep.patch;
+      snapshot
+        .session(currentStep.key)
+        .doubtFields({ ...(title !== undefined && { title }), ...(tags !== undefined && { tags }) });
     }
     recorded.push({ point: crashFs.crashPoint(op), model: snapshot });
   });
@@ -299,6 +341,61 @@ export async function crashSweepFs(
   const samples = damaged.filter((_, i) => i % step === 0).slice(0, options.recoverySamples);
   const recoveryRuns = await recoverySweep(driver, report, samples, progress);
   return { points: recorded.length, states, recoveryRuns };
+}
+
+/** Every file under `dir` of a memfs volume, with its bytes. */
+function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
+  for (const name of volume.readdirSync(dir) as string[]) {
+    const path = posix.join(dir, name);
+    if (volume.lstatSync(path).isDirectory()) for (const [p, b] of filesUnder(volume, path)) files.set(p, b);
+    else files.set(path, Uint8Array.from(volume.readFileSync(path) as Buffer));
+  }
+  return files;
+}
+
+/**
+ * Damaged storage (bit rot, a bad sector): the workload runs without faults, then for every file
+ * it left, a copy of the disk with one byte in the middle of that file flipped is reopened and
+ * probed. A typed error is the right answer for what the damage destroyed; a load that returns a
+ * shortened history, a session reported absent or an untyped error is a violation. The file
+ * layout is the backend's own: the harness damages each file in turn, whatever it is.
+ */
+export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuilder): Promise<number> {
+  const base = memfsFileSystem();
+  await base.mkdir(SWEEP_ROOT, { recursive: true });
+  const model = new WorkloadModel();
+  const setup = new Checker();
+  const opened = await setup.attempt('open', () => driver.open({ fs: base, root: SWEEP_ROOT }));
+  if (!opened.ok) return 0;
+  await runWorkload(opened.value, model, setup, { checkFailedAppend: false });
+  await closeQuietly(setup, opened.value);
+  for (const session of model.sessions.values()) session.created = false;
+  const files = filesUnder(base.volume, '/');
+  let runs = 0;
+  for (const [path, bytes] of files) {
+    if (report.enough) break;
+    if (bytes.length === 0) continue;
+    const volume = new Volume();
+    for (const [p, b] of files) {
+      volume.mkdirSync(posix.dirname(p), { recursive: true });
+      const copy = Buffer.from(b);
+      if (p === path) copy[copy.length >> 1] = copy[copy.length >> 1]! ^ 0x5a;
+      volume.writeFileSync(p, copy, { mode: 0o600 });
+    }
+    const fs = memfsFileSystem(volume);
+    const check = new Checker();
+    await probeStore(() => driver.open({ fs, root: SWEEP_ROOT }), model.clone(), check, true);
+    report.add(
+      driver.name,
+      'damaged file (one byte flipped)',
+      `byte ${bytes.length >> 1} of ${path} flipped`,
+      check.outcome,
+      true,
+    );
+    runs++;
+  }
+  return runs;
 }
 
 /** The probe run on a reopened crash state: loads (which repair torn tails), lists and an append. */

@@ -25,7 +25,7 @@ export const WORKLOAD_CWDS: Record<string, string | undefined> = {
 
 /**
  * A small agent workload (ACE/CrashMonkey: most crash bugs need three operations or fewer): three
- * sessions, multi-event turns, an update, lists, an interrupted turn, a delete. 7 appends.
+ * sessions, multi-event turns, updates, lists, an interrupted turn, a delete. 7 appends.
  */
 export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
   { kind: 'create', key: 'a', init: { cwd: WORKLOAD_CWDS.a!, title: 'fix the build' } },
@@ -40,6 +40,7 @@ export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
   { kind: 'create', key: 'c', init: {} },
   { kind: 'append', key: 'c', types: ['user/message', 'turn/end'] },
   { kind: 'append', key: 'b', types: ['user/message', 'tool/call'] },
+  { kind: 'update', key: 'c', patch: { title: 'scratch', tags: ['tmp'] } },
   { kind: 'load', key: 'b' },
   { kind: 'delete', key: 'c' },
   { kind: 'append', key: 'a', types: ['user/message', 'turn/end'] },

@@ -1,8 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { type HarnessOptions, type HarnessReport, runFaultHarness } from '../src/index.js';
+import { engineHasWithoutHook, engineSwallowingBusy } from './fixtures/broken-engines.js';
 import {
+  jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
+  jsonlLoadStoppingAtDamage,
+  jsonlNonAtomicFirstPublish,
+  jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
 } from './fixtures/broken-jsonl.js';
@@ -51,4 +56,50 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     const cell = failing(report, 'crash (power loss)');
     expect((cell?.lostEvents ?? 0) + (cell?.absences ?? 0)).toBeGreaterThan(0);
   }, 120_000);
+
+  it('(e) update without a directory fsync: an acknowledged title and tags lost in a crash', async () => {
+    const report = await runFaultHarness(jsonlUpdateWithoutDirSync(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('lost-update');
+  }, 120_000);
+
+  it('(f) delete that removes the sidecar before the log: a rejected delete loses the title', async () => {
+    const report = await runFaultHarness(jsonlDeleteSummaryFirst(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    expect(failing(report, 'EIO once')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('lost-update');
+  }, 120_000);
+
+  it('(g) a first batch written in place, not published: a crash leaves an unusable id', async () => {
+    const report = await runFaultHarness(jsonlNonAtomicFirstPublish(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('not-writable');
+  }, 120_000);
+  it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
+    const report = await runFaultHarness(jsonlLoadStoppingAtDamage(), { ...base, skip: ['real', 'errors'] });
+    const cell = failing(report, 'damaged file (one byte flipped)');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('mutation check: the harness catches deliberately broken engine backends', () => {
+  it('(h) BUSY taken for success: engines are swept with EBUSY too, and the batch is lost', async () => {
+    const report = await runFaultHarness(engineSwallowingBusy(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EBUSY once');
+    expect(cell?.status).toBe('fail');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('(i) an operation that bypasses the fault hook: fault coverage fails', async () => {
+    const report = await runFaultHarness(engineHasWithoutHook(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'fault coverage (every operation)');
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.detail)).toContain(
+      'no injected fault ever made has() fail: the fault hook or port does not reach it',
+    );
+  }, 60_000);
 });
