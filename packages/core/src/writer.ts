@@ -223,6 +223,9 @@ export class SessionWriter {
       // this loop would spin on an empty buffer forever and starve the event loop).
       if (this.assigned < target) target = this.assigned;
       if (this.durable >= target) return;
+      // abandon() while this flush waited: it handed the rest back and no append will start again
+      // (pump() would return at once, and this loop would spin on microtasks forever).
+      if (this.closed) throw errors.closed();
       // A failed append lowered flushTarget with the seqs it handed back; seqs pushed again since
       // may be below this flush's target without having raised it: make sure the loop writes them.
       if (target > this.flushTarget) this.flushTarget = target;
