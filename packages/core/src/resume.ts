@@ -214,7 +214,7 @@ export async function fork(
       from += size;
     }
   } catch (error) {
-    await discardFailedFork(store, meta.id, { id, seq: atSeq }, history);
+    await discardFailedFork(store, meta, { id, seq: atSeq }, history);
     throw toIoError(error, `fork: copying ${id} into ${meta.id}`, meta.id);
   }
   const writer = new SessionWriter(store, meta.id, { ...options.writer, nextSeq: history.length });
@@ -227,15 +227,17 @@ const NEVER_UPDATED = '1970-01-01T00:00:00.000Z';
 /**
  * After a failed copy: removes what the fork left, so that it can be retried with the same id
  * and no session claims a parent prefix it does not hold. Only a child that is provably this
- * fork's (its meta names the parent, its events are a prefix of the copy) is deleted, and only
- * that version of it; a bare reservation is dropped. Best effort: the copy's error is what counts.
+ * fork's (its meta is the one `create` returned, createdAt included, its events are a prefix of
+ * the copy) is deleted, and only that version of it: never a same-id session another store
+ * instance created meanwhile; a bare reservation is dropped. Best effort: the copy's error is what counts.
  */
 async function discardFailedFork(
   store: SessionStore,
-  childId: string,
+  meta: SessionMeta,
   parent: { id: string; seq: number },
   history: readonly SessionEvent[],
 ): Promise<void> {
+  const childId = meta.id;
   try {
     let child: LoadedSession;
     try {
@@ -246,7 +248,11 @@ async function discardFailedFork(
       }
       return;
     }
+    // Another store instance may have created and published the same id meanwhile (a reservation
+    // is per instance), even as a fork of the same parent prefix: its meta has its own createdAt.
     const ours =
+      child.meta.createdAt === meta.createdAt &&
+      child.meta.cwd === meta.cwd &&
       child.meta.parent?.id === parent.id &&
       child.meta.parent.seq === parent.seq &&
       child.events.length <= history.length &&
