@@ -440,6 +440,10 @@ export class JsonlStore implements SessionStore {
           throw errors.notFound(id);
         }
         this.pending.delete(id);
+        // The log's removal is made durable before the summary's: a power cut may otherwise keep
+        // the second unlink and drop the first, and the session would come back without its
+        // summary (title, tags and attrs live only there), i.e. half-deleted.
+        await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
         await ioOrAbsent(`removing ${paths.summary}`, id, () => this.fs.unlink(paths.summary));
         await io(`syncing ${paths.dir}`, id, () => this.fs.syncDir(paths.dir));
       } finally {

@@ -548,3 +548,28 @@ describe('a first append that finds another instance published the id after it l
     await b.close();
   });
 });
+
+describe('delete under power loss', () => {
+  it('makes the log removal durable before removing the summary, so a crash cannot leave a session without its title', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    const f = faultyFs();
+    const store = await openJsonlStore({ root, fs: f.fs });
+    await store.create({ id: 's', title: 'kept' });
+    await store.append('s', evs(0, 2, true));
+    await store.update('s', { tags: ['t'] });
+    f.calls.length = 0;
+    await store.delete('s');
+    await store.close();
+    const at = (call: string) => f.calls.indexOf(call);
+    const logGone = at(`unlink ${paths.log}`);
+    const summaryGone = at(`unlink ${paths.summary}`);
+    expect(logGone).toBeGreaterThanOrEqual(0);
+    expect(summaryGone).toBeGreaterThan(logGone);
+    // A directory sync between the two unlinks: the second cannot persist without the first.
+    const between = f.calls.slice(logGone + 1, summaryGone);
+    expect(between).toContain(`syncDir ${paths.dir}`);
+    // And one after both, as before: the delete is durable when it resolves.
+    expect(f.calls.slice(summaryGone + 1)).toContain(`syncDir ${paths.dir}`);
+  });
+});
