@@ -12,7 +12,7 @@ import type {
   SessionSummary,
   TailPolicy,
 } from './store.js';
-import { SessionWriter, type SessionWriterOptions } from './writer.js';
+import { nextBatchSize, SessionWriter, type SessionWriterOptions } from './writer.js';
 
 /** Default of {@link ForkOptions.copyBatchBytes}: 64 MiB. */
 export const FORK_COPY_BATCH_BYTES = 64 * 1024 * 1024;
@@ -199,17 +199,10 @@ export async function fork(
   });
   const history = parent.events.slice(0, atSeq + 1);
   try {
+    const sizes = history.map((event) => Buffer.byteLength(JSON.stringify(event), 'utf8'));
     let from = 0;
     while (from < history.length) {
-      // As nextBatchSize, without slicing the sizes for every append.
-      let size = 0;
-      let bytes = 0;
-      while (from + size < history.length && size < chunk) {
-        const next = Buffer.byteLength(JSON.stringify(history[from + size]), 'utf8');
-        if (size > 0 && bytes + next > chunkBytes) break;
-        size++;
-        bytes += next;
-      }
+      const size = nextBatchSize(sizes, chunk, chunkBytes, from);
       await store.append(meta.id, history.slice(from, from + size));
       from += size;
     }

@@ -50,13 +50,20 @@ function positiveInt(value: number | undefined, fallback: number, name: string, 
 }
 
 /**
- * How many of the buffered events (from the head) form the next batch: at most `maxEvents`, and
- * no more bytes than `maxBytes` unless the first event alone is larger. Pure, exported for tests.
+ * How many of the events sized by `sizes`, from index `from` (the head by default), form the next
+ * batch: at most `maxEvents`, and no more bytes than `maxBytes` unless the first event alone is
+ * larger. Pure; the writer and `fork` use it.
  */
-export function nextBatchSize(sizes: readonly number[], maxEvents: number, maxBytes: number): number {
+export function nextBatchSize(
+  sizes: readonly number[],
+  maxEvents: number,
+  maxBytes: number,
+  from = 0,
+): number {
   let count = 0;
   let bytes = 0;
-  for (const size of sizes) {
+  for (let i = from; i < sizes.length; i++) {
+    const size = sizes[i]!;
     if (count >= maxEvents) break;
     if (count > 0 && bytes + size > maxBytes) break;
     count++;

@@ -36,6 +36,8 @@ describe('nextBatchSize', () => {
     expect(nextBatchSize([10, 10, 10], 2, 100)).toBe(2);
     expect(nextBatchSize([40, 40, 40], 10, 100)).toBe(2);
     expect(nextBatchSize([40, 60, 1], 10, 100)).toBe(2);
+    expect(nextBatchSize([500, 40, 60, 1], 10, 100, 1)).toBe(2);
+    expect(nextBatchSize([1, 1, 1], 10, 100, 3)).toBe(0);
     expect(nextBatchSize([40, 61], 10, 100)).toBe(1);
   });
 
