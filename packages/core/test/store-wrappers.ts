@@ -51,7 +51,7 @@ export function faulty(inner: SessionStore): FaultyStore {
     list: (query) => inner.list(query),
     has: (id) => inner.has(id),
     update: (id, patch) => inner.update(id, patch),
-    delete: (id) => inner.delete(id),
+    delete: (id, options) => inner.delete(id, options),
     close: () => inner.close(),
   };
   return wrapper;
