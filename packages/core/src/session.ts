@@ -1,6 +1,6 @@
 // Pure rules shared by every backend: input validation of create/update/list, the append plan
-// (seq checks and idempotent retry), summary bookkeeping and list ordering. Backends only do I/O.
-import { advanceCommitState, type BoundaryPredicate, type CommitState } from './boundary.js';
+// (seq checks and idempotent retry) and summary bookkeeping. List order and cursors: paging.ts.
+import { advanceCommitState, type BoundaryPredicate, type CommitState, commitStateOf } from './boundary.js';
 import { TidemarkError } from './errors.js';
 import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
@@ -13,6 +13,7 @@ import {
   sliceWellFormed,
   toWellFormed,
 } from './json.js';
+import { decodeCursor, type ListCursor } from './paging.js';
 import type {
   CreateInit,
   ListQuery,
@@ -307,55 +308,6 @@ export function assertSameEvents(
   }
 }
 
-/** Orders summaries for `list`: newest `updatedAt` first, ties by id ascending. */
-export function compareForList(
-  a: Pick<SessionSummary, 'updatedAt' | 'id'>,
-  b: Pick<SessionSummary, 'updatedAt' | 'id'>,
-): number {
-  if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? 1 : -1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
-
-/** The position of a list cursor: the last summary of the previous page. */
-export interface ListCursor {
-  updatedAt: string;
-  id: string;
-}
-
-/** Encodes a keyset cursor (opaque to callers). */
-export function encodeCursor(last: ListCursor): string {
-  return Buffer.from(JSON.stringify([last.updatedAt, last.id]), 'utf8').toString('base64url');
-}
-
-/** Decodes a cursor from {@link encodeCursor}. @throws TidemarkError INVALID for anything else. */
-export function decodeCursor(cursor: string): ListCursor {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      typeof value[0] === 'string' &&
-      typeof value[1] === 'string'
-    ) {
-      return { updatedAt: value[0], id: value[1] };
-    }
-  } catch {
-    // fall through to the typed error
-  }
-  throw new TidemarkError(
-    'INVALID',
-    `list: cursor ${JSON.stringify(cursor.slice(0, 40))} is not a cursor from this store`,
-  );
-}
-
-/** True when `summary` comes after the cursor in list order. */
-export function isAfterCursor(
-  summary: Pick<SessionSummary, 'updatedAt' | 'id'>,
-  cursor: ListCursor,
-): boolean {
-  return compareForList(summary, cursor) > 0;
-}
-
 /** Validated `list()` arguments. */
 export interface ValidListQuery {
   cwd?: string;
@@ -486,4 +438,39 @@ export function loadedSession(
   };
   if (recovered !== undefined) loaded.recovered = recovered;
   return loaded;
+}
+
+/**
+ * The summary after the interrupted tail was cut (`load({ tail: 'cut' })` and `repair` with
+ * `tail: 'cut'`): the counts and commit state of what was kept; `updatedAt` and the other fields
+ * stay, since no caller's change happened. Give the kept events, or their count and commit state.
+ */
+export function summaryAfterCut(
+  summary: SessionSummary,
+  kept: readonly Pick<SessionEvent, 'seq' | 'type'>[],
+  isBoundary: BoundaryPredicate,
+): SessionSummary;
+export function summaryAfterCut(
+  summary: SessionSummary,
+  kept: CommitState & { eventCount: number },
+): SessionSummary;
+export function summaryAfterCut(
+  summary: SessionSummary,
+  kept: readonly Pick<SessionEvent, 'seq' | 'type'>[] | (CommitState & { eventCount: number }),
+  isBoundary?: BoundaryPredicate,
+): SessionSummary {
+  let state: CommitState & { eventCount: number };
+  if (Array.isArray(kept)) {
+    if (isBoundary === undefined) throw new TypeError('summaryAfterCut: the kept events need isBoundary');
+    const events = kept as readonly Pick<SessionEvent, 'seq' | 'type'>[];
+    state = { ...commitStateOf(events, isBoundary), eventCount: events.length };
+  } else {
+    state = kept as CommitState & { eventCount: number };
+  }
+  return {
+    ...summary,
+    eventCount: state.eventCount,
+    committedSeq: state.committedSeq,
+    interrupted: state.interrupted,
+  };
 }

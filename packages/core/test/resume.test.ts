@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { type ClosingEvent, fork, resume, type SessionEvent, type SessionStore } from '../src/index.js';
+import {
+  type ClosingEvent,
+  fork,
+  isTidemarkError,
+  resume,
+  type SessionEvent,
+  type SessionStore,
+} from '../src/index.js';
 import { faulty, openMemoryStore } from './store-wrappers.js';
 
 const T = '2026-01-01T00:00:00.000Z';
@@ -190,5 +197,21 @@ describe('fork', () => {
     await expect(fork(store, 's1', -1)).rejects.toMatchObject({ code: 'INVALID' });
     await expect(fork(store, 'missing', 0)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(fork(store, 's1', 0, { id: 's1' })).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+  });
+});
+
+describe('resume closing hook results', () => {
+  // Guards that a malformed hook result is a typed INVALID and writes nothing.
+  it('a hook returning something that is not a { type, data } object is INVALID, not a TypeError', async () => {
+    const store = await openMemoryStore();
+    await store.create({ id: 's1' });
+    await store.append('s1', [{ seq: 0, type: 'turn/start', time: T, data: null }]);
+    for (const bad of [[null], [42], ['turn/end'], [1n], [[]]]) {
+      const result = await resume(store, 's1', {
+        closeInterruptedTurn: () => bad as unknown as ClosingEvent[],
+      }).catch((error: unknown) => error);
+      expect(isTidemarkError(result, 'INVALID')).toBe(true);
+    }
+    expect((await store.load('s1')).events).toHaveLength(1);
   });
 });

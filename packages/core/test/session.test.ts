@@ -23,6 +23,7 @@ import {
   promptOf,
   type SessionEvent,
   summaryAfterAppend,
+  summaryAfterCut,
   TidemarkError,
   toIoError,
   validateCreate,
@@ -257,5 +258,40 @@ describe('errors', () => {
     expect(isTidemarkError(foreign, 'IO')).toBe(true);
     expect(isTidemarkError(new Error('x'))).toBe(false);
     expect(isTidemarkError(new TidemarkError('CLOSED', 'c'), 'IO')).toBe(false);
+  });
+});
+
+describe('summaryAfterCut', () => {
+  const base = {
+    id: 's',
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-02T00:00:00.000Z',
+    eventCount: 5,
+    committedSeq: 2,
+    interrupted: true,
+    title: 't',
+  };
+
+  it('takes counts and commit state from the kept events, and keeps updatedAt and fields', () => {
+    const kept = [
+      { seq: 0, type: 'x' },
+      { seq: 1, type: 'x' },
+      { seq: 2, type: 'turn/end' },
+    ];
+    expect(summaryAfterCut(base, kept, boundaryPredicate())).toEqual({
+      ...base,
+      eventCount: 3,
+      committedSeq: 2,
+      interrupted: false,
+    });
+  });
+
+  it('accepts a count and commit state instead of the events', () => {
+    expect(summaryAfterCut(base, { eventCount: 0, committedSeq: -1, interrupted: false })).toMatchObject({
+      eventCount: 0,
+      committedSeq: -1,
+      interrupted: false,
+      updatedAt: base.updatedAt,
+    });
   });
 });

@@ -9,6 +9,7 @@ import {
   isTidemarkError,
   type JsonValue,
   type ListProblem,
+  listAll,
   type SessionStore,
   type SessionSummary,
   TidemarkError,
@@ -107,18 +108,16 @@ function trashInfoOf(summary: SessionSummary): { [key: string]: JsonValue } | un
   return typeof info === 'object' && info !== null && !Array.isArray(info) ? info : undefined;
 }
 
-async function listAll(
+/** Every session of `store` and, once per id, every session it could only report as a problem. */
+async function everySession(
   store: SessionStore,
 ): Promise<{ sessions: SessionSummary[]; problems: ListProblem[] }> {
   const sessions: SessionSummary[] = [];
   const problems: ListProblem[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    sessions.push(...page.sessions);
-    problems.push(...page.problems);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
+  for await (const entry of listAll(store)) {
+    if ('summary' in entry) sessions.push(entry.summary);
+    else problems.push(entry.problem);
+  }
   return { sessions, problems };
 }
 
@@ -172,7 +171,7 @@ export class Lifecycle {
     if (!(olderThanDays >= 0)) throw new TidemarkError('INVALID', 'prune: olderThanDays must be ≥ 0');
     const dryRun = options.dryRun ?? true;
     const now = options.now ?? this.now();
-    const { sessions, problems } = await listAll(this.options.store);
+    const { sessions, problems } = await everySession(this.options.store);
     const activeIds = await this.active.ids();
     const plan = planPrune(sessions, activeIds, olderThanDays, now);
     const report: PruneReport = { ...plan, dryRun, trashed: [], removedEmpty: [], failed: [], problems };
@@ -216,7 +215,7 @@ export class Lifecycle {
 
   /** The trash: its sessions as {@link trashList} orders them, and the ones it could not describe. */
   async trashListing(): Promise<{ entries: TrashEntry[]; problems: ListProblem[] }> {
-    const { sessions, problems } = await listAll(this.options.trash);
+    const { sessions, problems } = await everySession(this.options.trash);
     const byTimeThenId = (a: TrashEntry, b: TrashEntry) =>
       a.trashedAt !== b.trashedAt
         ? a.trashedAt < b.trashedAt

@@ -1,42 +1,38 @@
+// The worked example of writing a backend: MemoryStore extends SessionStoreBase and implements only
+// the storage hooks, reading and writing a MemoryVolume. Every rule of the contract (validation,
+// CLOSED, per-session order, lazy create) is the base class's.
 import {
+  type AppendResult,
   applyPatch,
   assertSameEvents,
-  assertValidId,
-  boundaryPredicate,
-  type CreateInit,
   commitStateOf,
-  compareForList,
-  type DeleteOptions,
   deleteConflict,
   emptySummary,
-  encodeCursor,
   errors,
-  generateId,
-  isAfterCursor,
-  type ListQuery,
   type LoadedSession,
-  type LoadOptions,
   loadedSession,
+  type MaintenanceProblem,
   nextUpdatedAt,
   nowIso,
+  type PreparedEvent,
+  pageOf,
   planAppend,
-  prepareBatch,
-  type ReadRange,
+  type RepairOptions,
+  type RepairReport,
+  type Reservation,
   type SessionEvent,
+  type SessionHealth,
   type SessionMeta,
   type SessionPage,
-  type SessionStore,
+  SessionStoreBase,
   type SessionSummary,
   type StoreOptions,
   type SummaryPatch,
   summaryAfterAppend,
+  summaryAfterCut,
+  type TailPolicy,
   toIoError,
-  validateCreate,
-  validateDeleteOptions,
-  validateListQuery,
-  validateLoadOptions,
-  validatePatch,
-  validateRange,
+  type ValidListQuery,
 } from '@tidemark/core';
 
 /** Format version the memory backend stamps on meta. */
@@ -60,6 +56,9 @@ export class MemoryVolume {
   readonly quarantine = new Map<string, SessionEvent[]>();
 }
 
+/** A storage step, as {@link MemoryStoreOptions.beforeStorageStep} names it. */
+export type MemoryStorageStep = 'read' | 'write' | 'list' | 'delete';
+
 /** Options of {@link openMemoryStore}. */
 export interface MemoryStoreOptions extends StoreOptions {
   /** The volume to use; a fresh one when omitted. */
@@ -68,217 +67,205 @@ export interface MemoryStoreOptions extends StoreOptions {
    * Fault hook for tests and the fault harness: called before each storage step with the operation
    * name; whatever it throws surfaces as an IO error, and the step does not happen.
    */
-  beforeStorageStep?: (operation: 'read' | 'write' | 'list' | 'delete', id?: string) => void;
+  beforeStorageStep?: (operation: MemoryStorageStep, id?: string) => void;
 }
 
-interface Pending {
-  meta: Omit<SessionMeta, 'formatVersion'>;
-  patch: SummaryPatch;
-}
+const parse = (line: string) => JSON.parse(line) as SessionEvent;
 
-class MemoryStore implements SessionStore {
+/**
+ * The in-memory backend. Open it with {@link openMemoryStore}. Each hook announces its storage
+ * steps to the fault hook in a fixed order (a read before a write), which the fault harness counts.
+ */
+export class MemoryStore extends SessionStoreBase {
+  protected readonly formatVersion = MEMORY_FORMAT_VERSION;
   private readonly volume: MemoryVolume;
-  private readonly pending = new Map<string, Pending>();
-  private readonly isBoundary;
-  private closed = false;
+  private readonly beforeStorageStep: MemoryStoreOptions['beforeStorageStep'];
 
-  constructor(private readonly options: MemoryStoreOptions) {
+  constructor(options: MemoryStoreOptions = {}) {
+    super(options, 'openMemoryStore');
     this.volume = options.volume ?? new MemoryVolume();
-    this.isBoundary = boundaryPredicate(options.boundaryTypes);
+    this.beforeStorageStep = options.beforeStorageStep;
   }
 
-  private open(): void {
-    if (this.closed) throw errors.closed();
-  }
-
-  private step(operation: 'read' | 'write' | 'list' | 'delete', id?: string): void {
-    if (this.options.beforeStorageStep === undefined) return;
+  /** Announces a storage step; what the fault hook throws becomes IO and the step does not happen. */
+  private step(operation: MemoryStorageStep, id?: string): void {
+    if (this.beforeStorageStep === undefined) return;
     try {
-      this.options.beforeStorageStep(operation, id);
+      this.beforeStorageStep(operation, id);
     } catch (error) {
       throw toIoError(error, `memory ${operation}${id === undefined ? '' : ` of ${id}`}`, id);
     }
   }
 
-  async create(init?: CreateInit): Promise<SessionMeta> {
-    this.open();
-    const { meta, patch } = validateCreate(init, generateId);
-    this.step('read', meta.id);
-    if (this.volume.sessions.has(meta.id) || this.pending.has(meta.id)) throw errors.alreadyExists(meta.id);
-    this.pending.set(meta.id, { meta, patch });
-    return { ...structuredClone(meta), formatVersion: MEMORY_FORMAT_VERSION };
+  protected async storageHas(id: string): Promise<boolean> {
+    this.step('read', id);
+    return this.volume.sessions.has(id);
   }
 
-  async append(id: string, events: readonly SessionEvent[]): Promise<{ nextSeq: number }> {
-    this.open();
-    assertValidId(id);
-    const batch = prepareBatch(events, this.options, id);
+  protected async storageAppend(
+    id: string,
+    batch: readonly PreparedEvent[],
+    reservation: Reservation | undefined,
+  ): Promise<AppendResult> {
     this.step('read', id);
     const stored = this.volume.sessions.get(id);
-    const pending = this.pending.get(id);
-    if (stored === undefined && pending === undefined) throw errors.notFound(id);
+    if (stored === undefined && reservation === undefined) throw errors.notFound(id);
     const nextSeq = stored?.events.length ?? 0;
     const plan = planAppend(id, nextSeq, batch);
     if (plan.kind === 'compare') {
-      const existing = stored!.events
-        .slice(plan.fromSeq, plan.toSeq + 1)
-        .map((line) => JSON.parse(line) as SessionEvent);
-      assertSameEvents(id, existing, batch);
-      // A retry that succeeds tells the caller its batch is in the session, as an append that
-      // writes does: the reservation ends the same way (jsonl and sqlite agree).
-      this.pending.delete(id);
+      assertSameEvents(id, stored!.events.slice(plan.fromSeq, plan.toSeq + 1).map(parse), batch);
       return { nextSeq };
     }
     this.step('write', id);
     const now = nowIso();
     const appended = batch.map((item) => item.event);
+    const lines = batch.map((item) => item.json);
     if (stored === undefined) {
-      const { meta, patch } = pending!;
-      const summary = summaryAfterAppend(
-        applyPatch(emptySummary(meta), patch, now),
-        appended,
-        this.isBoundary,
-        now,
-      );
+      // The first batch: the session appears with its header and the fields kept since create.
+      const { meta, patch } = reservation!;
+      const summary = applyPatch(emptySummary(meta), patch, now);
       this.volume.sessions.set(id, {
         meta: { ...meta, formatVersion: MEMORY_FORMAT_VERSION },
-        summary,
-        events: batch.map((item) => item.json),
+        summary: summaryAfterAppend(summary, appended, this.settings.isBoundary, now),
+        events: lines,
       });
-      this.pending.delete(id);
     } else {
-      stored.events.push(...batch.map((item) => item.json));
-      stored.summary = summaryAfterAppend(
-        stored.summary,
-        appended,
-        this.isBoundary,
-        nextUpdatedAt(stored.summary.updatedAt, now),
-      );
-      // A session materialized by another instance makes this instance's reservation moot.
-      this.pending.delete(id);
+      stored.events.push(...lines);
+      const updatedAt = nextUpdatedAt(stored.summary.updatedAt, now);
+      stored.summary = summaryAfterAppend(stored.summary, appended, this.settings.isBoundary, updatedAt);
     }
     return { nextSeq: nextSeq + batch.length };
   }
 
-  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
-    this.open();
-    assertValidId(id);
-    const tail = validateLoadOptions(options);
+  protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
     this.step('read', id);
-    const stored = this.volume.sessions.get(id);
-    if (stored === undefined) throw errors.notFound(id);
-    let events = stored.events.map((line) => JSON.parse(line) as SessionEvent);
-    let state = commitStateOf(events, this.isBoundary);
+    const stored = this.stored(id);
+    let events = stored.events.map(parse);
     let recovered: LoadedSession['recovered'];
-    if (tail === 'cut' && state.interrupted) {
-      this.step('write', id);
-      const cut = events.slice(state.committedSeq + 1);
-      const kept = this.volume.quarantine.get(id) ?? [];
-      this.volume.quarantine.set(id, [...kept, ...cut]);
-      stored.events.length = state.committedSeq + 1;
-      events = events.slice(0, state.committedSeq + 1);
-      state = commitStateOf(events, this.isBoundary);
-      stored.summary = {
-        ...stored.summary,
-        eventCount: events.length,
-        committedSeq: state.committedSeq,
-        interrupted: state.interrupted,
-      };
-      recovered = { cutEvents: cut.length, quarantinedAt: `memory:quarantine/${id}` };
+    if (tail === 'cut' && commitStateOf(events, this.settings.isBoundary).interrupted) {
+      const cut = this.cutTail(id, stored, events);
+      events = events.slice(0, events.length - cut);
+      recovered = { cutEvents: cut, quarantinedAt: quarantineOf(id) };
     }
-    return loadedSession(
-      structuredClone(stored.meta),
-      structuredClone(stored.summary),
-      events,
-      state,
-      recovered,
-    );
+    const state = commitStateOf(events, this.settings.isBoundary);
+    const meta = structuredClone(stored.meta);
+    return loadedSession(meta, structuredClone(stored.summary), events, state, recovered);
   }
 
-  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
-    const self = this;
-    return {
-      async *[Symbol.asyncIterator]() {
-        self.open();
-        assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        self.step('read', id);
-        const stored = self.volume.sessions.get(id);
-        if (stored === undefined) throw errors.notFound(id);
-        for (let seq = fromSeq; seq <= toSeq; seq++) {
-          self.open();
-          const line = stored.events[seq];
-          if (line === undefined) return;
-          yield JSON.parse(line) as SessionEvent;
-        }
-      },
-    };
-  }
-
-  async list(query?: ListQuery): Promise<SessionPage> {
-    this.open();
-    const q = validateListQuery(query);
-    this.step('list');
-    const all = [...this.volume.sessions.values()]
-      .map((s) => s.summary)
-      .filter((s) => q.cwd === undefined || s.cwd === q.cwd)
-      .filter((s) => q.cursor === undefined || isAfterCursor(s, q.cursor))
-      .sort(compareForList);
-    const sessions = all.slice(0, q.limit).map((s) => structuredClone(s));
-    const page: SessionPage = { sessions, problems: [] };
-    if (all.length > q.limit) page.nextCursor = encodeCursor(sessions[sessions.length - 1]!);
-    return page;
-  }
-
-  async has(id: string): Promise<boolean> {
-    this.open();
-    assertValidId(id);
+  protected async *storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
     this.step('read', id);
-    return this.volume.sessions.has(id);
+    const stored = this.stored(id);
+    for (let seq = fromSeq; seq <= toSeq; seq++) {
+      const line = stored.events[seq];
+      if (line === undefined) return;
+      yield parse(line);
+    }
   }
 
-  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
-    this.open();
-    assertValidId(id);
-    const valid = validatePatch(patch);
+  protected async storageList(query: ValidListQuery): Promise<SessionPage> {
+    this.step('list');
+    const page = pageOf(
+      [...this.volume.sessions.values()].map((s) => s.summary),
+      query,
+    );
+    return { ...page, sessions: page.sessions.map((s) => structuredClone(s)) };
+  }
+
+  protected async storageUpdate(id: string, patch: SummaryPatch): Promise<SessionSummary | undefined> {
     this.step('read', id);
     const stored = this.volume.sessions.get(id);
-    if (stored === undefined) {
-      const pending = this.pending.get(id);
-      if (pending === undefined) throw errors.notFound(id);
-      const merged = { ...pending.patch, ...valid };
-      const summary = applyPatch(emptySummary(pending.meta), merged, pending.meta.createdAt);
-      pending.patch = merged;
-      return summary;
-    }
+    if (stored === undefined) return undefined;
     this.step('write', id);
-    stored.summary = applyPatch(stored.summary, valid, nextUpdatedAt(stored.summary.updatedAt));
+    stored.summary = applyPatch(stored.summary, patch, nextUpdatedAt(stored.summary.updatedAt));
     return structuredClone(stored.summary);
   }
 
-  async delete(id: string, options?: DeleteOptions): Promise<void> {
-    this.open();
-    assertValidId(id);
-    const ifUpdatedAt = validateDeleteOptions(options);
+  protected async storageDelete(id: string, ifUpdatedAt: string | undefined): Promise<'deleted' | 'absent'> {
     this.step('delete', id);
     const stored = this.volume.sessions.get(id);
-    if (ifUpdatedAt !== undefined && stored !== undefined && stored.summary.updatedAt !== ifUpdatedAt)
+    if (stored === undefined) return 'absent';
+    if (ifUpdatedAt !== undefined && stored.summary.updatedAt !== ifUpdatedAt)
       throw deleteConflict(id, ifUpdatedAt, stored.summary.updatedAt);
-    const existed = this.volume.sessions.delete(id);
-    const wasPending = this.pending.delete(id);
-    if (!existed && !wasPending) throw errors.notFound(id);
+    this.volume.sessions.delete(id);
+    return 'deleted';
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    this.pending.clear();
+  protected async storageClose(): Promise<void> {
+    // Nothing to release: the volume outlives the store.
   }
+
+  /** A memory log can be neither torn nor corrupt: only an interrupted turn is worth reporting. */
+  protected async storageVerify(id: string): Promise<SessionHealth> {
+    this.step('read', id);
+    const stored = this.stored(id);
+    const state = commitStateOf(stored.events.map(parse), this.settings.isBoundary);
+    const eventCount = stored.events.length;
+    const health: SessionHealth = { sessionId: id, status: 'ok', eventCount, problems: [] };
+    health.committedSeq = state.committedSeq;
+    if (state.interrupted) {
+      health.status = 'interrupted';
+      health.problems.push(interruptedProblem(id, state.committedSeq, eventCount));
+    }
+    return health;
+  }
+
+  protected async storageRepair(id: string, options: Required<RepairOptions>): Promise<RepairReport> {
+    this.step('read', id);
+    const stored = this.stored(id);
+    const events = stored.events.map(parse);
+    const state = commitStateOf(events, this.settings.isBoundary);
+    const report: RepairReport = { sessionId: id, eventCount: events.length, removed: [], quarantined: [] };
+    if (options.tail === 'cut' && state.interrupted) {
+      const problem = interruptedProblem(id, state.committedSeq, events.length);
+      const cut = this.cutTail(id, stored, events);
+      report.removed.push({ ...problem, quarantinedAt: quarantineOf(id) });
+      report.cutEvents = cut;
+      report.eventCount = events.length - cut;
+      report.quarantined.push(quarantineOf(id));
+    }
+    return report;
+  }
+
+  private stored(id: string): StoredSession {
+    const stored = this.volume.sessions.get(id);
+    if (stored === undefined) throw errors.notFound(id);
+    return stored;
+  }
+
+  /** Moves the events after the last boundary to the volume's quarantine; returns how many. */
+  private cutTail(id: string, stored: StoredSession, events: readonly SessionEvent[]): number {
+    this.step('write', id);
+    const { committedSeq } = commitStateOf(events, this.settings.isBoundary);
+    const cut = events.slice(committedSeq + 1);
+    this.volume.quarantine.set(id, [...(this.volume.quarantine.get(id) ?? []), ...cut]);
+    stored.events.length = committedSeq + 1;
+    stored.summary = summaryAfterCut(
+      stored.summary,
+      events.slice(0, committedSeq + 1),
+      this.settings.isBoundary,
+    );
+    return cut.length;
+  }
+}
+
+function quarantineOf(id: string): string {
+  return `memory:quarantine/${id}`;
+}
+
+function interruptedProblem(id: string, committedSeq: number, eventCount: number): MaintenanceProblem {
+  return {
+    kind: 'interrupted',
+    sessionId: id,
+    message: `interrupted turn: ${eventCount - 1 - committedSeq} event(s) after the last boundary (seq ${committedSeq})`,
+    seq: committedSeq + 1,
+  };
 }
 
 /**
  * Opens an in-memory store. Pass the same {@link MemoryVolume} to several stores to share sessions
  * between them, or to "restart" after `close()`.
+ * @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits).
  */
-export async function openMemoryStore(options: MemoryStoreOptions = {}): Promise<SessionStore> {
+export async function openMemoryStore(options: MemoryStoreOptions = {}): Promise<MemoryStore> {
   return new MemoryStore(options);
 }

@@ -1,0 +1,291 @@
+// The rules every backend shares, once: argument validation, CLOSED, per-session serialization,
+// the lazy-create reservations and the shape of verify. A backend subclasses SessionStoreBase and
+// implements the protected `storage*` hooks, which only touch its storage.
+import { errors, TidemarkError, toIoError } from './errors.js';
+import type { PreparedEvent, SessionEvent } from './event.js';
+import { prepareBatch } from './event.js';
+import { assertValidId, generateId } from './ids.js';
+import { KeyedQueue } from './keyed-queue.js';
+import type {
+  MaintainedStore,
+  MaintenanceProblem,
+  RepairOptions,
+  RepairReport,
+  SessionHealth,
+  VerifyReport,
+} from './maintenance.js';
+import { type ResolvedStoreOptions, resolveStoreOptions } from './options.js';
+import { listAll } from './paging.js';
+import { type Reservation, Reservations } from './reservations.js';
+import {
+  type ValidListQuery,
+  validateCreate,
+  validateDeleteOptions,
+  validateListQuery,
+  validateLoadOptions,
+  validatePatch,
+  validateRange,
+} from './session.js';
+import type {
+  AppendResult,
+  CreateInit,
+  DeleteOptions,
+  ListQuery,
+  LoadedSession,
+  LoadOptions,
+  ReadRange,
+  SessionMeta,
+  SessionPage,
+  SessionSummary,
+  StoreOptions,
+  SummaryPatch,
+  TailPolicy,
+} from './store.js';
+
+/** Validates `repair()` options, filling in the defaults. */
+export function validateRepairOptions(options: unknown): Required<RepairOptions> {
+  if (options === undefined) return { tail: 'keep', dropCorrupt: false };
+  if (typeof options !== 'object' || options === null)
+    throw errors.invalid('repair: options must be an object');
+  const { tail = 'keep', dropCorrupt = false } = options as { tail?: unknown; dropCorrupt?: unknown };
+  if (tail !== 'keep' && tail !== 'cut') throw errors.invalid(`repair: tail must be 'keep' or 'cut'`);
+  if (typeof dropCorrupt !== 'boolean') throw errors.invalid('repair: dropCorrupt must be a boolean');
+  return { tail, dropCorrupt };
+}
+
+/**
+ * The base of every backend. It owns the rules of SPEC §4 that do not depend on storage; a backend
+ * implements the protected `storage*` hooks. Each hook is called with validated arguments, on an
+ * open store, and (except `storageHas`, `storageList` and `storageVerify`) inside
+ * {@link SessionStoreBase.exclusive} for its session. Hooks reject only with `TidemarkError`s.
+ */
+export abstract class SessionStoreBase implements MaintainedStore {
+  /** The shared options, validated, defaults filled in. */
+  protected readonly settings: ResolvedStoreOptions;
+  /** Pending sessions of this instance (created, no batch yet). */
+  protected readonly reservations = new Reservations();
+  /** Per-session serialization of this instance's operations. */
+  protected readonly queue = new KeyedQueue();
+  /** The format version this backend stamps on meta. */
+  protected abstract readonly formatVersion: number;
+  private closed = false;
+
+  /**
+   * @param options - the factory's options (backend-specific fields are ignored here).
+   * @param where - the factory's name, for messages about invalid options.
+   */
+  protected constructor(options: StoreOptions, where: string) {
+    this.settings = resolveStoreOptions(options, where);
+  }
+
+  // ---- storage hooks -------------------------------------------------------------------------
+
+  /** True when `id` is stored (materialized). */
+  protected abstract storageHas(id: string): Promise<boolean>;
+  /**
+   * Appends a validated batch or recognizes an idempotent retry (`planAppend`, `assertSameEvents`).
+   * When `id` is not stored, materializes it from `reservation`; NOT_FOUND when there is none.
+   */
+  protected abstract storageAppend(
+    id: string,
+    batch: readonly PreparedEvent[],
+    reservation: Reservation | undefined,
+  ): Promise<AppendResult>;
+  /** Loads a stored session; NOT_FOUND when it is not stored. */
+  protected abstract storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession>;
+  /** Events `fromSeq..toSeq` of a stored session in order; NOT_FOUND when it is not stored. */
+  protected abstract storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent>;
+  /** One page of stored sessions (see `pageOf`, `pageFromRows`). */
+  protected abstract storageList(query: ValidListQuery): Promise<SessionPage>;
+  /** Applies a patch to a stored session; undefined when `id` is not stored. */
+  protected abstract storageUpdate(id: string, patch: SummaryPatch): Promise<SessionSummary | undefined>;
+  /**
+   * Removes a stored session, or reports it absent. With `ifUpdatedAt`, a stored session of
+   * another version is refused with CONFLICT (`deleteConflict`) and kept.
+   */
+  protected abstract storageDelete(
+    id: string,
+    ifUpdatedAt: string | undefined,
+  ): Promise<'deleted' | 'absent'>;
+  /** Releases the backend's resources; called once, after every queued operation settled. */
+  protected abstract storageClose(): Promise<void>;
+  /** Checks one session read-only; NOT_FOUND when it is not stored. */
+  protected abstract storageVerify(id: string): Promise<SessionHealth>;
+  /** Repairs one stored session as `options` allow; NOT_FOUND when it is not stored. */
+  protected abstract storageRepair(id: string, options: Required<RepairOptions>): Promise<RepairReport>;
+  /**
+   * Checks every session, when the backend can do better than `list` and one
+   * {@link SessionStoreBase.storageVerify} per session. Undefined by default.
+   */
+  protected storageVerifyAll?(): Promise<VerifyReport>;
+
+  // ---- helpers for backends ------------------------------------------------------------------
+
+  /** @throws TidemarkError CLOSED once `close()` was called. */
+  protected assertOpen(): void {
+    if (this.closed) throw errors.closed();
+  }
+
+  /** Runs `fn` after every earlier exclusive operation on `id` in this instance, on an open store. */
+  protected exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    return this.queue.run(id, async () => {
+      this.assertOpen();
+      return fn();
+    });
+  }
+
+  /** Generates the id of a `create()` without one. Override for another id scheme. */
+  protected generateId(): string {
+    return generateId();
+  }
+
+  // ---- the contract --------------------------------------------------------------------------
+
+  /** {@inheritDoc SessionStore.create} */
+  async create(init?: CreateInit): Promise<SessionMeta> {
+    this.assertOpen();
+    const { meta, patch } = validateCreate(init, () => this.generateId());
+    return this.exclusive(meta.id, async () => {
+      // Storage first: a backend whose check fails reports that failure, reserved or not.
+      const stored = await this.storageHas(meta.id);
+      if (stored || this.reservations.has(meta.id)) throw errors.alreadyExists(meta.id);
+      this.reservations.reserve(meta, patch);
+      return { ...structuredClone(meta), formatVersion: this.formatVersion };
+    });
+  }
+
+  /** {@inheritDoc SessionStore.append} */
+  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
+    this.assertOpen();
+    assertValidId(id);
+    const batch = prepareBatch(events, this.settings.limits, id);
+    return this.exclusive(id, async () => {
+      const result = await this.storageAppend(id, batch, this.reservations.get(id));
+      // Written or recognized as a retry: the batch is in the session, which is no longer pending
+      // here (nor when another instance materialized it). A failed append keeps the reservation.
+      this.reservations.end(id);
+      return result;
+    });
+  }
+
+  /** {@inheritDoc SessionStore.load} */
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
+    this.assertOpen();
+    assertValidId(id);
+    const tail = validateLoadOptions(options);
+    return this.exclusive(id, () => this.storageLoad(id, tail));
+  }
+
+  /** {@inheritDoc SessionStore.read} */
+  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        self.assertOpen();
+        assertValidId(id);
+        const { fromSeq, toSeq } = validateRange(range);
+        for await (const event of self.storageRead(id, fromSeq, toSeq)) {
+          self.assertOpen();
+          yield event;
+        }
+      },
+    };
+  }
+
+  /** {@inheritDoc SessionStore.list} */
+  async list(query?: ListQuery): Promise<SessionPage> {
+    this.assertOpen();
+    return this.storageList(validateListQuery(query));
+  }
+
+  /** {@inheritDoc SessionStore.has} */
+  async has(id: string): Promise<boolean> {
+    this.assertOpen();
+    assertValidId(id);
+    return this.storageHas(id);
+  }
+
+  /** {@inheritDoc SessionStore.update} */
+  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
+    this.assertOpen();
+    assertValidId(id);
+    const valid = validatePatch(patch);
+    return this.exclusive(id, async () => {
+      const stored = await this.storageUpdate(id, valid);
+      if (stored !== undefined) return stored;
+      const pending = this.reservations.merge(id, valid);
+      if (pending === undefined) throw errors.notFound(id);
+      return pending;
+    });
+  }
+
+  /** {@inheritDoc SessionStore.delete} */
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
+    this.assertOpen();
+    assertValidId(id);
+    const ifUpdatedAt = validateDeleteOptions(options);
+    return this.exclusive(id, async () => {
+      const outcome = await this.storageDelete(id, ifUpdatedAt);
+      const wasPending = this.reservations.end(id);
+      if (outcome === 'absent' && !wasPending) throw errors.notFound(id);
+    });
+  }
+
+  /** {@inheritDoc SessionStore.close} */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue.drain();
+    this.reservations.clear();
+    await this.storageClose();
+  }
+
+  /** {@inheritDoc StoreMaintenance.verify} */
+  async verify(target?: { id?: string }): Promise<VerifyReport> {
+    this.assertOpen();
+    if (target !== undefined && (typeof target !== 'object' || target === null))
+      throw errors.invalid('verify: the target must be an object');
+    if (target?.id !== undefined) {
+      assertValidId(target.id);
+      const health = await this.storageVerify(target.id);
+      return { checked: 1, sessions: [health], problems: [...health.problems] };
+    }
+    if (this.storageVerifyAll !== undefined) return this.storageVerifyAll();
+    return this.verifyEach();
+  }
+
+  /** {@inheritDoc StoreMaintenance.repair} */
+  async repair(id: string, options?: RepairOptions): Promise<RepairReport> {
+    this.assertOpen();
+    assertValidId(id);
+    const valid = validateRepairOptions(options);
+    return this.exclusive(id, () => this.storageRepair(id, valid));
+  }
+
+  /** Every id `list` knows (problems included), each verified; a failure is an `unreadable` problem. */
+  private async verifyEach(): Promise<VerifyReport> {
+    const ids = new Set<string>();
+    for await (const entry of listAll(this))
+      ids.add('summary' in entry ? entry.summary.id : entry.problem.id);
+    const sessions: SessionHealth[] = [];
+    for (const id of [...ids].sort()) {
+      try {
+        sessions.push(await this.storageVerify(id));
+      } catch (error) {
+        const typed = error instanceof TidemarkError ? error : toIoError(error, `verifying ${id}`, id);
+        const problem: MaintenanceProblem = {
+          kind:
+            typed.code === 'UNSUPPORTED_FORMAT'
+              ? 'unsupported-format'
+              : typed.code === 'CORRUPT'
+                ? 'corrupt'
+                : 'unreadable',
+          sessionId: id,
+          message: `${typed.code}: ${typed.message}`,
+        };
+        sessions.push({ sessionId: id, status: problem.kind, problems: [problem] });
+      }
+    }
+    return { checked: sessions.length, sessions, problems: sessions.flatMap((s) => s.problems) };
+  }
+}

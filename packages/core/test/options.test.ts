@@ -1,0 +1,63 @@
+// resolveStoreOptions: the options every backend shares, validated once, errors naming the option.
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_BOUNDARY_TYPES,
+  DEFAULT_MAX_DEPTH,
+  DEFAULT_MAX_EVENT_BYTES,
+  resolveStoreOptions,
+} from '../src/index.js';
+
+function invalidMessage(options: unknown): string {
+  try {
+    resolveStoreOptions(options as never, 'openTestStore');
+  } catch (error) {
+    expect((error as { code?: string }).code).toBe('INVALID');
+    return (error as Error).message;
+  }
+  throw new Error('expected INVALID');
+}
+
+describe('resolveStoreOptions', () => {
+  it('fills in every default', () => {
+    const resolved = resolveStoreOptions({}, 'openTestStore');
+    expect(resolved.durability).toBe('strict');
+    expect(resolved.boundaryTypes).toEqual(DEFAULT_BOUNDARY_TYPES);
+    expect(resolved.limits).toEqual({ maxEventBytes: DEFAULT_MAX_EVENT_BYTES, maxDepth: DEFAULT_MAX_DEPTH });
+    expect(resolved.isBoundary({ type: 'turn/end' })).toBe(true);
+    expect(resolved.isBoundary({ type: 'note' })).toBe(false);
+  });
+
+  it('keeps valid values and copies the boundary types', () => {
+    const types = ['done'];
+    const resolved = resolveStoreOptions(
+      { durability: 'relaxed', boundaryTypes: types, maxEventBytes: 1024, maxDepth: 8 },
+      'openTestStore',
+    );
+    types.push('later');
+    expect(resolved.durability).toBe('relaxed');
+    expect(resolved.boundaryTypes).toEqual(['done']);
+    expect(resolved.isBoundary({ type: 'later' })).toBe(false);
+    expect(resolved.limits).toEqual({ maxEventBytes: 1024, maxDepth: 8 });
+  });
+
+  it.each([
+    [{ durability: 'fast' }, 'durability'],
+    [{ boundaryTypes: 'turn/end' }, 'boundaryTypes'],
+    [{ boundaryTypes: ['ok', ''] }, 'boundaryTypes[1]'],
+    [{ boundaryTypes: [3] }, 'boundaryTypes[0]'],
+    [{ boundaryTypes: ['\ud800'] }, 'boundaryTypes[0]'],
+    [{ maxEventBytes: 0 }, 'maxEventBytes'],
+    [{ maxEventBytes: 1.5 }, 'maxEventBytes'],
+    [{ maxEventBytes: DEFAULT_MAX_EVENT_BYTES + 1 }, 'maxEventBytes'],
+    [{ maxDepth: -1 }, 'maxDepth'],
+    [{ maxDepth: '3' }, 'maxDepth'],
+  ])('rejects %j with INVALID naming %s and the factory', (options, name) => {
+    const message = invalidMessage(options);
+    expect(message).toContain('openTestStore');
+    expect(message).toContain(name);
+  });
+
+  it('rejects options that are not an object', () => {
+    expect(invalidMessage(null)).toContain('options must be an object');
+  });
+});
