@@ -75,3 +75,33 @@ export function mapSqliteError(error: unknown, context: SqliteErrorContext): Tid
     retryable: isRetryableCode(code),
   });
 }
+
+/**
+ * The answer for a session whose `sessions` row is missing while `events` still holds its rows:
+ * the row (or its key) is damaged, which is CORRUPT with the row's location, never absence.
+ */
+export function sessionRowDamaged(file: string, id: string): TidemarkError {
+  return errors.corrupt(
+    `session ${id}: table sessions of ${file} has no row id=${id}, but table events still holds its events, ` +
+      'so the sessions row is damaged. Run `tidemark verify` (verifySqliteStore) to locate the damage, then ' +
+      '`tidemark repair` (repairSqliteStore), which fixes it or says to restore a backup',
+    { file, table: 'sessions', row: `id=${id}` },
+    id,
+  );
+}
+
+/**
+ * The error an append reports: CONFLICT for a key collision (BEGIN IMMEDIATE serializes writers,
+ * so a collision means a writer that bypassed the lock protocol stored the same seq first; the
+ * transaction was rolled back whole), anything else unchanged.
+ */
+export function appendError(error: unknown, id: string): unknown {
+  const cause = error instanceof TidemarkError ? error.cause : error;
+  if (isUniqueViolation(sqliteCodeOf(cause))) {
+    return new TidemarkError('CONFLICT', `session ${id}: another writer stored these seqs first`, {
+      sessionId: id,
+      cause,
+    });
+  }
+  return error;
+}

@@ -4,6 +4,8 @@
  * by default, STRICT tables, `PRAGMA user_version` migrations, and a read-only `verify` for the CLI.
  */
 export { isCorruptionCode, mapSqliteError, type SqliteErrorContext } from './errors.js';
+export type { SqliteStorageStep, SqliteStoreOptions } from './options.js';
+export { READ_PAGE_SIZE } from './read.js';
 export {
   quarantineAddress,
   repairSqliteStore,
@@ -15,4 +17,4 @@ export {
   verifySqliteStore,
 } from './recovery.js';
 export { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from './schema.js';
-export { openSqliteStore, READ_PAGE_SIZE, type SqliteStorageStep, type SqliteStoreOptions } from './store.js';
+export { openSqliteStore } from './store.js';

@@ -1,6 +1,12 @@
 // Taking rows out of a log without destroying them (tail cut), and checking a database file for
 // damage (verify) with the location of each finding, for the CLI's `verify`.
-import { boundaryPredicate, commitStateOf, type ErrorLocation, TidemarkError } from '@tidemark/core';
+import {
+  type BoundaryPredicate,
+  boundaryPredicate,
+  commitStateOf,
+  type ErrorLocation,
+  TidemarkError,
+} from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { isCorruptionCode, mapSqliteError, sqliteCodeOf } from './errors.js';
 import { eventChecksum, eventRowKey, rowToSummary, type SessionRow } from './rows.js';
@@ -101,98 +107,14 @@ export async function verifySqliteStore(file: string): Promise<SqliteVerifyRepor
   let db: Database.Database | undefined;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
-    const integrity = db.pragma('integrity_check(1000)', { simple: false }) as { integrity_check: string }[];
-    for (const { integrity_check: message } of integrity) {
-      if (message !== 'ok') problem({ kind: 'integrity', message, location: { file } });
-    }
-    for (const row of db.pragma('foreign_key_check') as {
-      table: string;
-      rowid: number | null;
-      parent: string;
-    }[]) {
-      problem({
-        kind: 'integrity',
-        message: `a row of ${row.table} refers to a missing ${row.parent} row`,
-        location: { file, table: row.table, ...(row.rowid !== null && { row: `rowid=${row.rowid}` }) },
-      });
-    }
+    checkIntegrity(db, file, problem);
     report.sessions = db.prepare('SELECT count(*) FROM sessions').pluck().get() as number;
     report.events = db.prepare('SELECT count(*) FROM events').pluck().get() as number;
-    const gaps = db
-      .prepare(
-        `SELECT session_id, seq, prev FROM (
-           SELECT session_id, seq, lag(seq, 1, -1) OVER (PARTITION BY session_id ORDER BY seq) AS prev FROM events
-         ) WHERE seq != prev + 1 LIMIT ${MAX_FINDINGS}`,
-      )
-      .all() as { session_id: string; seq: number; prev: number }[];
-    for (const gap of gaps) {
-      const missing = gap.prev + 1;
-      problem({
-        kind: 'seq-gap',
-        sessionId: gap.session_id,
-        message: `session ${gap.session_id}: seqs ${missing}..${gap.seq - 1} are missing`,
-        location: { file, table: 'events', row: eventRowKey(gap.session_id, missing), seq: missing },
-      });
-    }
-    const unparsable = db
-      .prepare(`SELECT session_id, seq, data FROM events WHERE json_valid(data) = 0 LIMIT ${MAX_FINDINGS}`)
-      .all() as { session_id: string; seq: number }[];
-    for (const row of unparsable) {
-      problem({
-        kind: 'unparsable',
-        sessionId: row.session_id,
-        message: `session ${row.session_id}: event ${row.seq} has data that is not JSON`,
-        location: { file, table: 'events', row: eventRowKey(row.session_id, row.seq), seq: row.seq },
-      });
-    }
-    // Checksums need JS (SQLite has no CRC-32): one pass over every event row.
-    let mismatches = 0;
-    const rows = db.prepare('SELECT session_id, seq, type, time, data, crc FROM events').raw();
-    for (const [sessionId, seq, type, time, data, crc] of rows.iterate() as IterableIterator<unknown[]>) {
-      const intact =
-        typeof type === 'string' &&
-        typeof time === 'string' &&
-        typeof data === 'string' &&
-        eventChecksum(type, time, data) === crc;
-      if (intact || ++mismatches > MAX_FINDINGS) continue;
-      problem({
-        kind: 'checksum',
-        sessionId: String(sessionId),
-        message: `session ${String(sessionId)}: event ${String(seq)} does not match its checksum`,
-        location: {
-          file,
-          table: 'events',
-          row: eventRowKey(String(sessionId), Number(seq)),
-          seq: Number(seq),
-        },
-      });
-    }
-    const counts = db
-      .prepare(
-        `SELECT s.id, s.event_count, (SELECT count(*) FROM events e WHERE e.session_id = s.id) AS stored
-         FROM sessions s WHERE stored != s.event_count LIMIT ${MAX_FINDINGS}`,
-      )
-      .all() as { id: string; event_count: number; stored: number }[];
-    for (const row of counts) {
-      problem({
-        kind: 'count-mismatch',
-        sessionId: row.id,
-        message: `session ${row.id}: the summary counts ${row.event_count} events, the log holds ${row.stored}`,
-        location: { file, table: 'sessions', row: `id=${row.id}` },
-      });
-    }
-    for (const row of db.prepare('SELECT * FROM sessions').iterate() as IterableIterator<SessionRow>) {
-      try {
-        rowToSummary(row, file);
-      } catch (error) {
-        problem({
-          kind: 'bad-summary',
-          sessionId: String(row.id),
-          message: error instanceof Error ? error.message : String(error),
-          location: { file, table: 'sessions', row: `id=${String(row.id)}` },
-        });
-      }
-    }
+    checkSeqGaps(db, file, problem);
+    checkUnparsable(db, file, problem);
+    checkChecksums(db, file, problem);
+    checkCounts(db, file, problem);
+    checkSummaries(db, file, problem);
   } catch (error) {
     if (!isCorruptionCode(sqliteCodeOf(error)))
       throw mapSqliteError(error, { file, what: `verifying ${file}` });
@@ -209,6 +131,121 @@ export async function verifySqliteStore(file: string): Promise<SqliteVerifyRepor
     }
   }
   return report;
+}
+
+/** Receives the findings of one check of {@link verifySqliteStore}. */
+type Finding = (problem: SqliteProblem) => void;
+
+/** Page-level damage: `PRAGMA integrity_check` and `foreign_key_check`. */
+function checkIntegrity(db: Database.Database, file: string, problem: Finding): void {
+  const integrity = db.pragma('integrity_check(1000)', { simple: false }) as { integrity_check: string }[];
+  for (const { integrity_check: message } of integrity) {
+    if (message !== 'ok') problem({ kind: 'integrity', message, location: { file } });
+  }
+  for (const row of db.pragma('foreign_key_check') as {
+    table: string;
+    rowid: number | null;
+    parent: string;
+  }[]) {
+    problem({
+      kind: 'integrity',
+      message: `a row of ${row.table} refers to a missing ${row.parent} row`,
+      location: { file, table: row.table, ...(row.rowid !== null && { row: `rowid=${row.rowid}` }) },
+    });
+  }
+}
+
+/** Seqs that do not follow their predecessor (or a first seq other than 0). */
+function checkSeqGaps(db: Database.Database, file: string, problem: Finding): void {
+  const gaps = db
+    .prepare(
+      `SELECT session_id, seq, prev FROM (
+         SELECT session_id, seq, lag(seq, 1, -1) OVER (PARTITION BY session_id ORDER BY seq) AS prev FROM events
+       ) WHERE seq != prev + 1 LIMIT ${MAX_FINDINGS}`,
+    )
+    .all() as { session_id: string; seq: number; prev: number }[];
+  for (const gap of gaps) {
+    const missing = gap.prev + 1;
+    problem({
+      kind: 'seq-gap',
+      sessionId: gap.session_id,
+      message: `session ${gap.session_id}: seqs ${missing}..${gap.seq - 1} are missing`,
+      location: { file, table: 'events', row: eventRowKey(gap.session_id, missing), seq: missing },
+    });
+  }
+}
+
+function checkUnparsable(db: Database.Database, file: string, problem: Finding): void {
+  const unparsable = db
+    .prepare(`SELECT session_id, seq, data FROM events WHERE json_valid(data) = 0 LIMIT ${MAX_FINDINGS}`)
+    .all() as { session_id: string; seq: number }[];
+  for (const row of unparsable) {
+    problem({
+      kind: 'unparsable',
+      sessionId: row.session_id,
+      message: `session ${row.session_id}: event ${row.seq} has data that is not JSON`,
+      location: { file, table: 'events', row: eventRowKey(row.session_id, row.seq), seq: row.seq },
+    });
+  }
+}
+
+/** Checksums need JS (SQLite has no CRC-32): one pass over every event row. */
+function checkChecksums(db: Database.Database, file: string, problem: Finding): void {
+  let mismatches = 0;
+  const rows = db.prepare('SELECT session_id, seq, type, time, data, crc FROM events').raw();
+  for (const [sessionId, seq, type, time, data, crc] of rows.iterate() as IterableIterator<unknown[]>) {
+    const intact =
+      typeof type === 'string' &&
+      typeof time === 'string' &&
+      typeof data === 'string' &&
+      eventChecksum(type, time, data) === crc;
+    if (intact || ++mismatches > MAX_FINDINGS) continue;
+    problem({
+      kind: 'checksum',
+      sessionId: String(sessionId),
+      message: `session ${String(sessionId)}: event ${String(seq)} does not match its checksum`,
+      location: {
+        file,
+        table: 'events',
+        row: eventRowKey(String(sessionId), Number(seq)),
+        seq: Number(seq),
+      },
+    });
+  }
+}
+
+/** Summary rows whose event count differs from the rows stored. */
+function checkCounts(db: Database.Database, file: string, problem: Finding): void {
+  const counts = db
+    .prepare(
+      `SELECT s.id, s.event_count, (SELECT count(*) FROM events e WHERE e.session_id = s.id) AS stored
+       FROM sessions s WHERE stored != s.event_count LIMIT ${MAX_FINDINGS}`,
+    )
+    .all() as { id: string; event_count: number; stored: number }[];
+  for (const row of counts) {
+    problem({
+      kind: 'count-mismatch',
+      sessionId: row.id,
+      message: `session ${row.id}: the summary counts ${row.event_count} events, the log holds ${row.stored}`,
+      location: { file, table: 'sessions', row: `id=${row.id}` },
+    });
+  }
+}
+
+/** Summary rows that do not decode. */
+function checkSummaries(db: Database.Database, file: string, problem: Finding): void {
+  for (const row of db.prepare('SELECT * FROM sessions').iterate() as IterableIterator<SessionRow>) {
+    try {
+      rowToSummary(row, file);
+    } catch (error) {
+      problem({
+        kind: 'bad-summary',
+        sessionId: String(row.id),
+        message: error instanceof Error ? error.message : String(error),
+        location: { file, table: 'sessions', row: `id=${String(row.id)}` },
+      });
+    }
+  }
 }
 
 /** Options of {@link repairSqliteStore}. */
@@ -253,7 +290,6 @@ export async function repairSqliteStore(
 ): Promise<SqliteRepairReport> {
   const before = await verifySqliteStore(file);
   const unrepairable = before.problems.filter((p) => p.kind === 'integrity');
-  const repaired: SqliteRepairReport['repaired'] = [];
   // Named sessions are repaired whether or not verify listed them: its findings are capped per
   // kind, so damage in one session can crowd out another's. The sound prefix is recomputed below,
   // which changes nothing in a session that turns out to be whole.
@@ -263,74 +299,99 @@ export async function repairSqliteStore(
         .filter((p) => p.kind !== 'integrity' && p.sessionId !== undefined)
         .map((p) => p.sessionId!),
   );
-  if (unrepairable.length === 0 && targets.size > 0) {
-    const isBoundary = boundaryPredicate(options.boundaryTypes);
-    let db: Database.Database | undefined;
+  const repaired =
+    unrepairable.length === 0 && targets.size > 0
+      ? repairSessions(file, targets, boundaryPredicate(options.boundaryTypes))
+      : [];
+  return { file, repaired, unrepairable, after: await verifySqliteStore(file) };
+}
+
+/** One session {@link repairSessions} repaired. */
+type RepairedSession = SqliteRepairReport['repaired'][number];
+
+/** Repairs each of `targets` in `file`, all in one IMMEDIATE transaction on a connection of its own. */
+function repairSessions(
+  file: string,
+  targets: ReadonlySet<string>,
+  isBoundary: BoundaryPredicate,
+): RepairedSession[] {
+  const repaired: RepairedSession[] = [];
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { fileMustExist: true });
+    db.pragma('synchronous = FULL');
+    const conn = db;
+    const rowsOf = conn
+      .prepare('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
+      .raw();
+    conn
+      .transaction(() => {
+        const now = new Date().toISOString();
+        for (const id of targets) {
+          const outcome = repairSession(conn, rowsOf, file, id, now, isBoundary);
+          if (outcome !== undefined) repaired.push(outcome);
+        }
+      })
+      .immediate();
+  } catch (error) {
+    throw mapSqliteError(error, { file, what: `repairing ${file}` });
+  } finally {
     try {
-      db = new Database(file, { fileMustExist: true });
-      db.pragma('synchronous = FULL');
-      const conn = db;
-      const rowsOf = conn
-        .prepare('SELECT seq, type, time, data, crc FROM events WHERE session_id = ? ORDER BY seq')
-        .raw();
-      conn
-        .transaction(() => {
-          const now = new Date().toISOString();
-          for (const id of targets) {
-            const session = conn.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as
-              | SessionRow
-              | undefined;
-            if (session === undefined) continue;
-            // The sound prefix: contiguous seqs from 0 that match their checksum and parse.
-            const kept: { seq: number; type: string }[] = [];
-            for (const row of rowsOf.iterate(id) as IterableIterator<unknown[]>) {
-              if (!sound(row, kept.length)) break;
-              kept.push({ seq: row[0] as number, type: row[1] as string });
-            }
-            const moved = conn
-              .prepare(
-                `INSERT INTO quarantine (session_id, seq, type, time, data, crc, reason, quarantined_at)
-               SELECT session_id, seq, type, time, data, crc, 'repair', ? FROM events WHERE session_id = ? AND seq >= ?`,
-              )
-              .run(now, id, kept.length).changes;
-            conn.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?').run(id, kept.length);
-            const state = commitStateOf(kept, isBoundary);
-            let quarantinedSummary = false;
-            const rebuilt = { ...session, event_count: kept.length, committed_seq: state.committedSeq };
-            conn
-              .prepare('UPDATE sessions SET event_count = ?, committed_seq = ?, interrupted = ? WHERE id = ?')
-              .run(kept.length, state.committedSeq, state.interrupted ? 1 : 0, id);
-            if (!readable(rebuilt, file) && readable({ ...rebuilt, tags: null, attrs: null }, file)) {
-              // Unreadable tags/attrs text is kept in quarantine, not guessed at.
-              conn
-                .prepare(
-                  `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
-                 VALUES (?, NULL, NULL, NULL, ?, 'repair-summary', ?)`,
-                )
-                .run(id, JSON.stringify({ tags: session.tags, attrs: session.attrs }), now);
-              conn.prepare('UPDATE sessions SET tags = NULL, attrs = NULL WHERE id = ?').run(id);
-              quarantinedSummary = true;
-            }
-            repaired.push({
-              sessionId: id,
-              keptEvents: kept.length,
-              quarantinedEvents: moved,
-              quarantinedSummary,
-            });
-          }
-        })
-        .immediate();
-    } catch (error) {
-      throw mapSqliteError(error, { file, what: `repairing ${file}` });
-    } finally {
-      try {
-        db?.close();
-      } catch {
-        // The transaction's outcome stands either way.
-      }
+      db?.close();
+    } catch {
+      // The transaction's outcome stands either way.
     }
   }
-  return { file, repaired, unrepairable, after: await verifySqliteStore(file) };
+  return repaired;
+}
+
+/**
+ * Cuts session `id` back to its sound prefix, inside the caller's write transaction: the events
+ * from the first bad seq on go to the quarantine table (reason `repair`), the summary is rebuilt,
+ * and unreadable `tags`/`attrs` text is set aside in quarantine too. `undefined` when the session
+ * has no sessions row. `rowsOf` selects a session's event rows in seq order, raw.
+ */
+function repairSession(
+  conn: Database.Database,
+  rowsOf: Database.Statement<[string]>,
+  file: string,
+  id: string,
+  now: string,
+  isBoundary: BoundaryPredicate,
+): RepairedSession | undefined {
+  const session = conn.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as SessionRow | undefined;
+  if (session === undefined) return undefined;
+  // The sound prefix: contiguous seqs from 0 that match their checksum and parse.
+  const kept: { seq: number; type: string }[] = [];
+  for (const row of rowsOf.iterate(id) as IterableIterator<unknown[]>) {
+    if (!sound(row, kept.length)) break;
+    kept.push({ seq: row[0] as number, type: row[1] as string });
+  }
+  const moved = conn
+    .prepare(
+      `INSERT INTO quarantine (session_id, seq, type, time, data, crc, reason, quarantined_at)
+       SELECT session_id, seq, type, time, data, crc, 'repair', ? FROM events WHERE session_id = ? AND seq >= ?`,
+    )
+    .run(now, id, kept.length).changes;
+  conn.prepare('DELETE FROM events WHERE session_id = ? AND seq >= ?').run(id, kept.length);
+  const state = commitStateOf(kept, isBoundary);
+  let quarantinedSummary = false;
+  const rebuilt = { ...session, event_count: kept.length, committed_seq: state.committedSeq };
+  conn
+    .prepare('UPDATE sessions SET event_count = ?, committed_seq = ?, interrupted = ? WHERE id = ?')
+    .run(kept.length, state.committedSeq, state.interrupted ? 1 : 0, id);
+  if (!readable(rebuilt, file) && readable({ ...rebuilt, tags: null, attrs: null }, file)) {
+    // Unreadable tags/attrs text is kept in quarantine, not guessed at.
+    conn
+      .prepare(
+        `INSERT INTO quarantine (session_id, seq, type, time, data, reason, quarantined_at)
+         VALUES (?, NULL, NULL, NULL, ?, 'repair-summary', ?)`,
+      )
+      .run(id, JSON.stringify({ tags: session.tags, attrs: session.attrs }), now);
+    conn.prepare('UPDATE sessions SET tags = NULL, attrs = NULL WHERE id = ?').run(id);
+    quarantinedSummary = true;
+  }
+  return { sessionId: id, keptEvents: kept.length, quarantinedEvents: moved, quarantinedSummary };
 }
 
 function readable(row: SessionRow, file: string): boolean {

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore } from '../src/index.js';
+import { openSqliteStore, verifySqliteStore } from '../src/index.js';
 import { migrate, planMigration, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from '../src/schema.js';
 import { events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
 
@@ -202,5 +202,33 @@ describe('migrate', () => {
     await stores[0]!.append('s', events(0, 1));
     expect(await stores[2]!.has('s')).toBe(true);
     for (const store of stores) await store.close();
+  });
+});
+
+describe('opening while another process holds the locks', () => {
+  // Guards: open retries a BUSY migration from outside the transaction a failed ROLLBACK left open.
+  it('a BUSY migration COMMIT whose ROLLBACK also failed is retried from outside the transaction', async () => {
+    const path = join(tempDir(), 'store.db');
+    let busy = true;
+    let rollback = true;
+    const store = await openSqliteStore({
+      path,
+      busyTimeoutMs: 2000,
+      beforeStorageStep(step) {
+        if (step === 'COMMIT' && busy) {
+          busy = false;
+          throw Object.assign(new Error('database is locked'), { name: 'SqliteError', code: 'SQLITE_BUSY' });
+        }
+        if (step === 'ROLLBACK' && rollback) {
+          rollback = false;
+          throw Object.assign(new Error('disk I/O error'), { name: 'SqliteError', code: 'SQLITE_IOERR' });
+        }
+      },
+    });
+    expect(busy).toBe(false); // the fault was met
+    await store.create({ id: 's' });
+    expect(await store.append('s', events(0, 1, 1))).toEqual({ nextSeq: 1 });
+    await store.close();
+    expect((await verifySqliteStore(path)).ok).toBe(true);
   });
 });

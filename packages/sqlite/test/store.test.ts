@@ -241,6 +241,31 @@ describe('damaged rows', () => {
     await store.close();
   });
 
+  // Guards: a summary that undercounts the log makes read reject with CORRUPT, as load does.
+  it('read rejects with CORRUPT instead of streaming a silently shortened history', async () => {
+    const { store, path } = await freshStore();
+    await store.create({ id: 's' });
+    await store.append('s', events(0, 6, 2));
+    // Damage: the summary row says 4 events, the events table holds 6.
+    const db = raw(path);
+    db.prepare(`UPDATE sessions SET event_count = 4, committed_seq = 3 WHERE id = 's'`).run();
+    db.close();
+    const loadError = await rejectsWith(store.load('s'), 'CORRUPT');
+    expect(loadError.location).toMatchObject({ table: 'events' });
+    const seen: number[] = [];
+    await rejectsWith(
+      (async () => {
+        for await (const event of store.read('s')) seen.push(event.seq);
+      })(),
+      'CORRUPT',
+    );
+    // A bounded range inside the counted part is still served.
+    const head: number[] = [];
+    for await (const event of store.read('s', { toSeq: 1 })) head.push(event.seq);
+    expect(head).toEqual([0, 1]);
+    await store.close();
+  });
+
   it('a damaged summary row appears in list problems, never silently absent', async () => {
     const { store, path } = await withSession();
     const db = raw(path);

@@ -1,0 +1,156 @@
+// Appending a prepared batch: the session's first batch writes its sessions row from the
+// reservation, later ones update the row; an exact retry of stored events is acknowledged without
+// writing. One write transaction either way.
+import {
+  type AppendResult,
+  applyPatch,
+  assertSameEvents,
+  emptySummary,
+  errors,
+  nextUpdatedAt,
+  nowIso,
+  type PreparedEvent,
+  planAppend,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionSummary,
+  type SummaryPatch,
+  summaryAfterAppend,
+} from '@tidemark/core';
+import type { SqliteConnection } from './connection.js';
+import { appendError } from './errors.js';
+import {
+  type AppendHeadRow,
+  dataJsonOf,
+  decodeAppendHead,
+  decodeEventRows,
+  type EventRow,
+  eventChecksum,
+  summaryColumns,
+} from './rows.js';
+import { SQLITE_SCHEMA_VERSION } from './schema.js';
+
+/** A session created but not yet stored: its first append writes the sessions row from this. */
+export interface Reservation {
+  meta: Omit<SessionMeta, 'formatVersion'>;
+  patch: SummaryPatch;
+}
+
+/**
+ * Appends `batch` (validated) to session `id`, stored or reserved (`reservation`, when this store
+ * holds one for the id). Throws NOT_FOUND when the session is neither, CONFLICT when another
+ * writer stored these seqs first, CORRUPT when the stored head or compared events are damaged.
+ */
+export function appendBatch(
+  conn: SqliteConnection,
+  id: string,
+  batch: readonly PreparedEvent[],
+  reservation: Reservation | undefined,
+): AppendResult {
+  const context = conn.context(`appending to session ${id}`, id, 'events');
+  // Relaxed durability defers syncs to boundary events: a batch that closes a unit of work
+  // commits with synchronous=FULL, whose WAL fsync also makes every earlier commit durable.
+  const syncNow = conn.relaxed && batch.some((item) => conn.isBoundary(item.event));
+  try {
+    if (syncNow) conn.run(context, 'PRAGMA synchronous', () => conn.db.pragma('synchronous = FULL'));
+    return conn.transaction('write', context, () => appendInTransaction(conn, id, batch, reservation));
+  } catch (error) {
+    throw appendError(error, id);
+  } finally {
+    if (syncNow && !conn.closed) restoreRelaxedSync(conn, id);
+  }
+}
+
+/** Back to synchronous=NORMAL after a boundary batch. Its failure is harmless. */
+function restoreRelaxedSync(conn: SqliteConnection, id: string): void {
+  try {
+    // Outside any transaction: the pragma is refused inside one.
+    conn.settle();
+    conn.step('PRAGMA synchronous', id);
+    conn.db.pragma('synchronous = NORMAL');
+  } catch {
+    // Staying at FULL is only slower, never less safe.
+  }
+}
+
+function appendInTransaction(
+  conn: SqliteConnection,
+  id: string,
+  batch: readonly PreparedEvent[],
+  reservation: Reservation | undefined,
+): AppendResult {
+  // One query for the summary fields an append changes and the last stored seq.
+  conn.step('SELECT sessions', id);
+  const row = conn.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
+  if (row === undefined) {
+    // Also with a reservation: its first batch would otherwise collide with the orphaned rows.
+    conn.assertNoOrphanEvents(id);
+    if (reservation === undefined) throw errors.notFound(id);
+  }
+  let nextSeq = 0;
+  let summary: SessionSummary | undefined;
+  if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, conn.file));
+  const plan = planAppend(id, nextSeq, batch);
+  if (plan.kind === 'compare') {
+    conn.step('SELECT events', id);
+    const rows = conn.stmts.eventRange.all(id, plan.fromSeq, plan.toSeq) as EventRow[];
+    assertSameEvents(id, decodeEventRows(id, rows, plan.fromSeq, conn.file), batch);
+    return { nextSeq };
+  }
+  const now = nowIso();
+  const appended = batch.map((item) => item.event);
+  if (summary === undefined) insertSessionRow(conn, id, reservation!, appended, now);
+  else updateSessionRow(conn, id, summary, appended, now);
+  insertEvents(conn, id, batch);
+  return { nextSeq: nextSeq + batch.length };
+}
+
+/** The sessions row of a reserved session, written with its first batch. */
+function insertSessionRow(
+  conn: SqliteConnection,
+  id: string,
+  { meta, patch }: Reservation,
+  appended: readonly SessionEvent[],
+  now: string,
+): void {
+  const next = summaryAfterAppend(applyPatch(emptySummary(meta), patch, now), appended, conn.isBoundary, now);
+  conn.step('INSERT sessions', id);
+  conn.stmts.insertSession.run({
+    id,
+    format_version: SQLITE_SCHEMA_VERSION,
+    created_at: meta.createdAt,
+    cwd: meta.cwd ?? null,
+    parent_id: meta.parent?.id ?? null,
+    parent_seq: meta.parent?.seq ?? null,
+    ...summaryColumns(next),
+  });
+}
+
+/** The summary fields an append changes, on a stored sessions row. */
+function updateSessionRow(
+  conn: SqliteConnection,
+  id: string,
+  summary: SessionSummary,
+  appended: readonly SessionEvent[],
+  now: string,
+): void {
+  const next = summaryAfterAppend(summary, appended, conn.isBoundary, nextUpdatedAt(summary.updatedAt, now));
+  conn.step('UPDATE sessions', id);
+  conn.stmts.updateAfterAppend.run({
+    id,
+    updated_at: next.updatedAt,
+    event_count: next.eventCount,
+    committed_seq: next.committedSeq,
+    interrupted: next.interrupted ? 1 : 0,
+    first_prompt: next.firstPrompt ?? null,
+  });
+}
+
+function insertEvents(conn: SqliteConnection, id: string, batch: readonly PreparedEvent[]): void {
+  for (const item of batch) {
+    const { seq, type, time } = item.event;
+    const data = dataJsonOf(item);
+    conn.step('INSERT events', id);
+    conn.stmts.insertEvent.run(id, seq, type, time, data, eventChecksum(type, time, data));
+  }
+}

@@ -1,0 +1,263 @@
+// Reading stored sessions: has, load (with the optional tail cut), read in pages, list by keyset.
+// Every answer comes from one snapshot; a missing sessions row is checked for orphaned events so
+// that damage is never answered as absence.
+import {
+  type CommitState,
+  commitStateOf,
+  encodeCursor,
+  errors,
+  type ListProblem,
+  type LoadedSession,
+  loadedSession,
+  nowIso,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionPage,
+  type SessionSummary,
+  type ValidListQuery,
+} from '@tidemark/core';
+import type { SqliteConnection } from './connection.js';
+import { mapSqliteError, type SqliteErrorContext } from './errors.js';
+import { cutTail } from './recovery.js';
+import {
+  decodeEventRows,
+  type EventRow,
+  eventRowKey,
+  rowToMeta,
+  rowToSummary,
+  type SessionRow,
+  summaryColumns,
+} from './rows.js';
+import { SQLITE_SCHEMA_VERSION } from './schema.js';
+
+/** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
+export const READ_PAGE_SIZE = 1000;
+
+/** Whether the sessions row of `id` exists (one statement; no orphan check). */
+export function sessionRowExists(conn: SqliteConnection, context: SqliteErrorContext, id: string): boolean {
+  return conn.run(context, 'SELECT sessions', () => conn.stmts.hasSession.get(id)) !== undefined;
+}
+
+/** Whether session `id` is stored; CORRUPT when only its events are (a damaged sessions row). */
+export function hasSession(conn: SqliteConnection, id: string): boolean {
+  const context = conn.context(`looking up session ${id}`, id, 'sessions');
+  if (sessionRowExists(conn, context, id)) return true;
+  conn.assertAbsent(context, id);
+  return false;
+}
+
+/**
+ * Loads session `id` whole. With `tail: 'cut'` an interrupted tail is moved to the quarantine
+ * table in the same (write) transaction, and the summary rewritten.
+ */
+export function loadSession(conn: SqliteConnection, id: string, tail: 'keep' | 'cut'): LoadedSession {
+  const context = conn.context(`loading session ${id}`, id, 'events');
+  return conn.transaction(tail === 'cut' ? 'write' : 'read', context, () => {
+    conn.step('SELECT sessions', id);
+    const row = conn.stmts.getSession.get(id);
+    if (row === undefined) {
+      conn.assertNoOrphanEvents(id);
+      throw errors.notFound(id);
+    }
+    const summary = rowToSummary(row, conn.file);
+    const meta = rowToMeta(row, conn.file);
+    if (meta.formatVersion > SQLITE_SCHEMA_VERSION)
+      throw errors.unsupportedFormat(meta.formatVersion, SQLITE_SCHEMA_VERSION, id);
+    conn.step('SELECT events', id);
+    const events = decodeEventRows(id, conn.stmts.allEvents.all(id) as EventRow[], 0, conn.file);
+    if (events.length !== summary.eventCount) {
+      throw errors.corrupt(
+        `session ${id}: the summary counts ${summary.eventCount} events but the log holds ${events.length} in ${conn.file}`,
+        {
+          file: conn.file,
+          table: 'events',
+          row: `session_id=${id}`,
+          seq: Math.min(events.length, summary.eventCount),
+        },
+        id,
+      );
+    }
+    const state = commitStateOf(events, conn.isBoundary);
+    if (tail === 'cut' && state.interrupted) return cutInterruptedTail(conn, meta, summary, events, state);
+    return loadedSession(meta, summary, events, state, undefined);
+  });
+}
+
+/** The tail cut of {@link loadSession}, inside its write transaction. */
+function cutInterruptedTail(
+  conn: SqliteConnection,
+  meta: SessionMeta,
+  loaded: SessionSummary,
+  all: SessionEvent[],
+  before: CommitState,
+): LoadedSession {
+  const id = meta.id;
+  const cut = cutTail(conn.db, conn.file, id, before.committedSeq, nowIso(), (name) => conn.step(name, id));
+  const events = all.slice(0, before.committedSeq + 1);
+  const state = commitStateOf(events, conn.isBoundary);
+  const summary = {
+    ...loaded,
+    eventCount: events.length,
+    committedSeq: state.committedSeq,
+    interrupted: state.interrupted,
+  };
+  conn.step('UPDATE sessions', id);
+  conn.stmts.updateSummary.run({ id, ...summaryColumns(summary) });
+  return loadedSession(meta, summary, events, state, {
+    cutEvents: cut.cutEvents,
+    quarantinedAt: cut.quarantinedAt,
+  });
+}
+
+/** Where a `read` stream stands: the log it reads (its `created_at`) and the last event it yielded. */
+interface ReadPosition {
+  createdAt: string;
+  lastSeq: number;
+  lastCrc: unknown;
+}
+
+/** One page of `read`; `done` when no page follows. */
+interface ReadPage {
+  events: SessionEvent[];
+  done: boolean;
+  createdAt: string;
+  lastCrc: unknown;
+}
+
+/**
+ * Streams events `fromSeq`..`toSeq` of session `id` (arguments already validated). Paged by seq,
+ * each page one short read transaction: a consistent snapshot of the summary row and the page,
+ * with no statement or transaction open across a yield (either would hold the connection for
+ * every other call of this store).
+ */
+export async function* readEvents(
+  conn: SqliteConnection,
+  id: string,
+  fromSeq: number,
+  toSeq: number,
+): AsyncGenerator<SessionEvent> {
+  const context = conn.context(`reading session ${id}`, id, 'events');
+  let next = fromSeq;
+  let seen: ReadPosition | undefined;
+  for (;;) {
+    const page = conn.transaction('read', context, () => readPage(conn, id, next, toSeq, seen));
+    if (page === undefined) return; // the log was deleted or rewritten under this stream
+    for (const event of page.events) yield event;
+    if (page.done) return;
+    next += page.events.length;
+    seen = { createdAt: page.createdAt, lastSeq: next - 1, lastCrc: page.lastCrc };
+  }
+}
+
+/**
+ * One page of `read`, inside the caller's read transaction: events `next`.. (at most
+ * {@link READ_PAGE_SIZE}, at most `toSeq`), checked against the summary row of the same snapshot.
+ * `undefined` when the log this stream has been reading is gone: the sessions row is deleted, its
+ * `created_at` changed (deleted and created again), or the last event yielded is missing or
+ * different (a tail cut below the reader, maybe followed by new appends). Going on would splice
+ * two logs into a history that never existed.
+ */
+function readPage(
+  conn: SqliteConnection,
+  id: string,
+  next: number,
+  toSeq: number,
+  seen: ReadPosition | undefined,
+): ReadPage | undefined {
+  conn.step('SELECT sessions', id);
+  const row = conn.stmts.getSession.get(id);
+  if (row === undefined) {
+    if (seen !== undefined) return undefined;
+    conn.assertNoOrphanEvents(id);
+    throw errors.notFound(id);
+  }
+  const count = rowToSummary(row, conn.file).eventCount;
+  const createdAt = String(row.created_at);
+  if (seen !== undefined) {
+    if (createdAt !== seen.createdAt) return undefined;
+    conn.step('SELECT events', id);
+    if (conn.stmts.crcAt.get(id, seen.lastSeq) !== seen.lastCrc) return undefined;
+  }
+  const end = Math.min(toSeq, count - 1);
+  let events: SessionEvent[] = [];
+  let lastCrc: unknown;
+  if (next <= end) {
+    const last = Math.min(end, next + READ_PAGE_SIZE - 1);
+    conn.step('SELECT events', id);
+    const rows = conn.stmts.eventRange.all(id, next, last) as EventRow[];
+    events = decodeEventRows(id, rows, next, conn.file);
+    if (events.length < last - next + 1) {
+      // The summary of this same snapshot counts the row: it is missing, not deleted meanwhile.
+      const missing = next + events.length;
+      throw errors.corrupt(
+        `session ${id}: seq ${missing} is missing from table events of ${conn.file}`,
+        { file: conn.file, table: 'events', row: eventRowKey(id, missing), seq: missing },
+        id,
+      );
+    }
+    lastCrc = rows[rows.length - 1]![4];
+  }
+  const done = next + events.length > end;
+  if (done && toSeq >= count) assertNothingPastCount(conn, id, count);
+  return { events, done, createdAt, lastCrc };
+}
+
+/**
+ * Past the counted events: a stored row there means the summary undercounts the log, which load
+ * reports as CORRUPT; read must not stream a silently shortened history.
+ */
+function assertNothingPastCount(conn: SqliteConnection, id: string, count: number): void {
+  conn.step('SELECT events', id);
+  if (conn.stmts.crcAt.get(id, count) !== undefined) {
+    throw errors.corrupt(
+      `session ${id}: the summary counts ${count} events but the log holds seq ${count} in ${conn.file}`,
+      { file: conn.file, table: 'events', row: `session_id=${id}`, seq: count },
+      id,
+    );
+  }
+}
+
+/**
+ * One page of summaries, newest first, by keyset on the list indexes. A row that does not decode
+ * is a problem of the page, never silently left out.
+ */
+export function listPage(conn: SqliteConnection, q: ValidListQuery): SessionPage {
+  const params: Record<string, string | number> = { limit: q.limit + 1 };
+  if (q.cwd !== undefined) params.cwd = q.cwd;
+  if (q.cursor !== undefined) {
+    params.updatedAt = q.cursor.updatedAt;
+    params.id = q.cursor.id;
+  }
+  const { listAll, listAllAfter, listCwd, listCwdAfter } = conn.stmts;
+  const statement =
+    q.cwd === undefined
+      ? q.cursor === undefined
+        ? listAll
+        : listAllAfter
+      : q.cursor === undefined
+        ? listCwd
+        : listCwdAfter;
+  const rows = conn.run(
+    conn.context('listing sessions', undefined, 'sessions'),
+    'SELECT sessions',
+    () => statement.all(params) as SessionRow[],
+  );
+  const sessions: SessionSummary[] = [];
+  const problems: ListProblem[] = [];
+  for (const row of rows.slice(0, q.limit)) {
+    try {
+      sessions.push(rowToSummary(row, conn.file));
+    } catch (error) {
+      problems.push({
+        id: String(row.id),
+        error: mapSqliteError(error, conn.context('listing sessions', String(row.id))),
+      });
+    }
+  }
+  const page: SessionPage = { sessions, problems };
+  if (rows.length > q.limit) {
+    const last = rows[q.limit - 1]!;
+    page.nextCursor = encodeCursor({ updatedAt: String(last.updated_at), id: String(last.id) });
+  }
+  return page;
+}
