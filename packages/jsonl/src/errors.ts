@@ -50,3 +50,8 @@ export async function quietly(step: () => Promise<unknown>): Promise<void> {
     // ignored on purpose: see above
   }
 }
+
+/** CORRUPT: the log of `id` has the header of another session (a copied or renamed file). */
+export function foreignLog(file: string, id: string, owner: string): TidemarkError {
+  return errors.corrupt(`session ${id}: ${file} holds the log of session ${owner}`, { file, offset: 0 }, id);
+}

@@ -44,6 +44,8 @@ export {
   openJsonlStore,
   type RepairOptions,
   type RepairReport,
+  repairSession,
+  type VerifyReport,
+  verifySession,
 } from './store.js';
 export { decodeSidecar, encodeSidecar, type Sidecar } from './summary.js';
-export { repairSession, type VerifyReport, verifySession } from './verify.js';

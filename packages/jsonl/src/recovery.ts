@@ -1,232 +1,184 @@
-// The I/O side of recovery: reading a log through the scanner with bounded memory, creating
-// directories durably, and setting bytes aside in quarantine before a log is shortened.
+// Recovery decisions: what a scan of a log means and what may be set aside. A torn tail found when
+// a writer opens a log, an interrupted tail cut on request, a corrupt end dropped on request: in
+// every case the bytes removed go to quarantine first (files.ts), then the log is shortened, so a
+// repair destroys nothing. Acquiring the writer and its lock is the caller's (writers.ts).
+import { commitStateOf, type FileHandlePort, type RecoveryReport, type SessionSummary } from '@tidemark/core';
+import type { StoreContext, Writer } from './context.js';
+import { foreignLog, io, problemError, quietly } from './errors.js';
+import { publishFile, quarantineRange, scanHandle, writeAll } from './files.js';
+import { encodeBatch } from './format.js';
+import type { SessionPaths } from './layout.js';
+import { flatten, readWhole } from './reader.js';
+import type { ScanBatch } from './scan.js';
+import { committedSizeOf, readSidecar, scanFolding, settledAgainstSidecar, writeSidecar } from './summary.js';
+import { reopenHandle } from './writer.js';
 
-import { join } from 'node:path';
-import type { FileHandlePort, FileSystem } from '@tidemark/core';
-import { errnoOf, toIoError } from '@tidemark/core';
-import { io, quietly } from './errors.js';
-import type { LogHeader } from './format.js';
-import { QUARANTINE_DIR, quarantineName, tempPath } from './layout.js';
-import { LogScanner, type ScanBatch, type ScanEnd, type ScanOptions } from './scan.js';
-
-/** Bytes read per call while scanning: large enough for throughput, small enough to bound memory. */
-export const READ_CHUNK_BYTES = 1024 * 1024;
-
-/** Callbacks of {@link scanHandle}. */
-export interface ScanCallbacks {
-  /** Called once with the header, before any batch. */
-  onHeader?: (header: LogHeader, endOffset: number) => void;
-  /** Called for each committed batch in order; returning `false` stops the scan. */
-  onBatch?: (batch: ScanBatch) => boolean | undefined;
-}
+/** What a writer knows of a log it opened and recovered. */
+export type RecoveredLog = Pick<Writer, 'size' | 'nextSeq' | 'lastAtMs' | 'sidecarSize' | 'repaired'>;
 
 /**
- * Scans a file from `options.start?.offset` (or 0) to its end through a {@link LogScanner}. Stops
- * early when `onBatch` returns `false` or a problem is found. Memory stays bounded by one chunk
- * plus the largest batch.
+ * Scans the log open on `handle` (its lock held) and makes it fit for appending: CORRUPT or a
+ * foreign header refuses it; a torn tail is quarantined and cut off; bytes no sidecar counted yet
+ * are synced; a sidecar that does not describe this log is rewritten.
  */
-export async function scanHandle(
+export async function recoverOpenedLog(
+  ctx: StoreContext,
   handle: FileHandlePort,
-  what: string,
-  sessionId: string,
-  callbacks: ScanCallbacks,
-  options: ScanOptions = {},
-): Promise<ScanEnd & { stopped: boolean }> {
-  const scanner = new LogScanner(options);
-  const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-  let position = options.start?.offset ?? 0;
-  let headerSeen = options.start !== undefined;
-  for (;;) {
-    const n = await io(what, sessionId, () => handle.read(buffer, 0, buffer.length, position));
-    if (n === 0) break;
-    position += n;
-    const batches = scanner.push(buffer.subarray(0, n));
-    if (!headerSeen) {
-      const line = scanner.headerLine;
-      if (line !== undefined) {
-        headerSeen = true;
-        callbacks.onHeader?.(line.header, line.endOffset);
-      }
-    }
-    for (const batch of batches) {
-      if (callbacks.onBatch?.(batch) === false) return { ...scanner.finish(), stopped: true };
-    }
-    if (scanner.failed) break;
+  paths: SessionPaths,
+  id: string,
+): Promise<RecoveredLog> {
+  const sidecar = await readSidecar(ctx, paths, id);
+  let lastAt: string | undefined;
+  const { header, end, folder } = await scanFolding(ctx, handle, paths, id, sidecar, (batch) => {
+    lastAt = batch.at;
+  });
+  if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+  if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
+  let repaired: RecoveryReport | undefined;
+  if (end.torn !== undefined) {
+    // Set the torn bytes aside first, then cut them off: a new line never joins a torn one.
+    const at = await quarantineRange(ctx.fs, ctx.root, id, 'torn', handle, end.torn.offset, end.torn.length);
+    await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
+    await io(`syncing ${paths.log}`, id, () => handle.datasync());
+    repaired = { tornBytes: end.torn.length, quarantinedAt: at };
+  } else if ((committedSizeOf(sidecar, header) ?? -1) < end.committedBytes) {
+    // Bytes no sidecar counted yet may be a relaxed writer's unsynced batches, left by a process
+    // that died: make them durable before this writer's sidecar counts them (see settleTear).
+    await io(`syncing ${paths.log}`, id, () => handle.datasync());
   }
-  return { ...scanner.finish(), stopped: false };
+  const summary = folder.result()!;
+  const recovered: RecoveredLog = {
+    size: end.committedBytes,
+    nextSeq: end.nextSeq,
+    lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? summary.updatedAt)),
+    sidecarSize: sidecar?.logSize ?? -1,
+    repaired,
+  };
+  if (!folder.isAnchored) {
+    // Missing, foreign or describing a longer log (a repair shortened it): rewrite it before any
+    // append can make a stale sidecar look current again.
+    const rewritten = { logSize: recovered.size, summary };
+    await writeSidecar(ctx.fs, paths.dir, paths.summary, rewritten, { syncDir: true, sessionId: id });
+    recovered.sidecarSize = recovered.size;
+  }
+  return recovered;
+}
+
+/** An interrupted tail set aside, about to be cut off the log (see {@link prepareCut}). */
+export interface CutPlan {
+  /** Offset of the batch holding the first event cut. */
+  offset: number;
+  /** The kept events of that batch re-framed, when the boundary sits inside it. */
+  reframed: Buffer | undefined;
+  newSize: number;
+  firstCut: number;
+  cutEvents: number;
+  quarantinedAt: string;
 }
 
 /**
- * Directories whose entry in their parent this process has made durable, per file system. A
- * directory found existing may have been created by a process that was killed (or whose parent
- * fsync failed) before its entry was synced: files published inside it would then vanish with it
- * at a power loss. So the first use of an existing directory syncs its parent once, too.
+ * `tail: 'cut'`, first half: finds the events after the last boundary, copies them to quarantine
+ * and writes the sidecar of the shortened log (first: if a crash stops the cut half way it still
+ * describes a prefix of the log). Undefined when the log is not interrupted.
  */
-const durableDirs = new WeakMap<FileSystem, Set<string>>();
-
-/**
- * Creates directory `path` (0700) when missing, and makes its entry in `parent` durable (fsync of
- * the parent) the first time this process uses it, whether it created it or found it. An existing
- * non-directory is an IO error (ENOTDIR/EEXIST).
- */
-export async function ensureDir(
-  fs: FileSystem,
-  path: string,
-  parent: string,
-  sessionId?: string,
-): Promise<void> {
-  let known = durableDirs.get(fs);
-  if (known === undefined) {
-    known = new Set();
-    durableDirs.set(fs, known);
-  }
-  let exists = false;
-  try {
-    const stat = await fs.lstat(path);
-    if (!stat.isDirectory())
-      throw Object.assign(new Error(`${path} is not a directory`), { code: 'ENOTDIR' });
-    exists = true;
-  } catch (error) {
-    if (errnoOf(error) !== 'ENOENT') throw toIoError(error, `inspecting ${path}`, sessionId);
-  }
-  if (exists && known.has(path)) return;
-  if (!exists) {
-    try {
-      await fs.mkdir(path, { mode: 0o700 });
-    } catch (error) {
-      // Another process created it meanwhile: check it is a directory, then sync as for any found.
-      if (errnoOf(error) === 'EEXIST') return ensureDir(fs, path, parent, sessionId);
-      throw toIoError(error, `creating ${path}`, sessionId);
-    }
-  }
-  await io(`syncing ${parent}`, sessionId, () => fs.syncDir(parent));
-  known.add(path);
-}
-
-/** Writes all of `bytes` at `position`, looping over short writes. */
-export async function writeAll(handle: FileHandlePort, bytes: Uint8Array, position: number): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) {
-    const n = await handle.write(bytes, done, bytes.length - done, position + done);
-    if (n <= 0) throw Object.assign(new Error('write made no progress'), { code: 'EIO' });
-    done += n;
-  }
+export async function prepareCut(ctx: StoreContext, writer: Writer): Promise<CutPlan | undefined> {
+  const id = writer.id;
+  const log = await readWhole(ctx, writer.paths, id);
+  if (log.end.problem !== undefined) throw problemError(log.end.problem, writer.paths.log, id);
+  const events = flatten(log.batches);
+  const state = commitStateOf(events, ctx.isBoundary);
+  if (!state.interrupted) return undefined;
+  const firstCut = state.committedSeq + 1;
+  const batch: ScanBatch = log.batches.find((b) => b.events[b.events.length - 1]!.seq >= firstCut)!;
+  const quarantinedAt = await quarantineRange(
+    ctx.fs,
+    ctx.root,
+    id,
+    'tail',
+    writer.handle!,
+    batch.offset,
+    writer.size - batch.offset,
+  );
+  const inPlace = batch.events[0]!.seq === firstCut;
+  const kept = batch.events.filter((e) => e.seq < firstCut).map((event) => ({ json: JSON.stringify(event) }));
+  const reframed = inPlace ? undefined : Buffer.from(encodeBatch(kept, state.committedSeq, batch.at), 'utf8');
+  const newSize = batch.offset + (reframed?.length ?? 0);
+  // As in the reference model a cut changes the counts and the commit state only.
+  const summary: SessionSummary = {
+    ...log.summary!,
+    eventCount: firstCut,
+    ...commitStateOf(events.slice(0, firstCut), ctx.isBoundary),
+  };
+  await writeSidecar(
+    ctx.fs,
+    writer.paths.dir,
+    writer.paths.summary,
+    { logSize: newSize, summary },
+    { syncDir: true, sessionId: id },
+  );
+  const cutEvents = events.length - firstCut;
+  return { offset: batch.offset, reframed, newSize, firstCut, cutEvents, quarantinedAt };
 }
 
 /**
- * Copies `length` bytes at `offset` of `source` into a new file in `<root>/.quarantine/`, fsyncs it
- * and its directory, and returns its path. Called before a log is truncated, so that a repair
- * destroys nothing.
+ * `tail: 'cut'`, second half: when the boundary ends a batch the log is truncated in place; when
+ * it sits inside a batch, that batch must be re-framed, so the log is rewritten as a new file and
+ * renamed over the old one (atomic), and the writer reopens it. On a fault the writer no longer
+ * describes the log: the caller drops it.
  */
-export async function quarantineRange(
-  fs: FileSystem,
-  root: string,
-  sessionId: string,
-  kind: 'torn' | 'tail',
-  source: FileHandlePort,
-  offset: number,
-  length: number,
-): Promise<string> {
-  const dir = join(root, QUARANTINE_DIR);
-  await ensureDir(fs, dir, root, sessionId);
-  const path = join(dir, quarantineName(sessionId, kind));
-  const out = await io(`creating ${path}`, sessionId, () => fs.open(path, 'wx', 0o600));
-  try {
-    const buffer = new Uint8Array(Math.min(READ_CHUNK_BYTES, Math.max(length, 1)));
-    let copied = 0;
-    while (copied < length) {
-      const want = Math.min(buffer.length, length - copied);
-      const n = await io('reading data to quarantine', sessionId, () =>
-        source.read(buffer, 0, want, offset + copied),
-      );
-      if (n === 0) break; // the file is shorter than scanned: nothing more to keep
-      await io(`writing ${path}`, sessionId, () => writeAll(out, buffer.subarray(0, n), copied));
+export async function applyCut(ctx: StoreContext, writer: Writer, plan: CutPlan): Promise<void> {
+  const id = writer.id;
+  const handle = writer.handle!;
+  const { offset, reframed } = plan;
+  if (reframed === undefined) {
+    await io(`truncating ${writer.paths.log}`, id, () => handle.truncate(offset));
+    await io(`syncing ${writer.paths.log}`, id, () => handle.datasync());
+    return;
+  }
+  const rewrite = async (out: FileHandlePort) => {
+    const chunk = new Uint8Array(1024 * 1024);
+    for (let copied = 0; copied < offset; ) {
+      const n = await handle.read(chunk, 0, Math.min(chunk.length, offset - copied), copied);
+      if (n === 0) throw Object.assign(new Error('log shrank while being rewritten'), { code: 'EIO' });
+      await writeAll(out, chunk.subarray(0, n), copied);
       copied += n;
     }
-    await io(`syncing ${path}`, sessionId, () => out.sync());
-    await io(`closing ${path}`, sessionId, () => out.close());
-  } catch (error) {
-    await quietly(() => out.close());
-    throw toIoError(error, `quarantining into ${path}`, sessionId);
-  }
-  await io(`syncing ${dir}`, sessionId, () => fs.syncDir(dir));
-  return path;
-}
-
-/** Writes `text` as a new quarantine file (fsynced, directory fsynced) and returns its path. */
-export async function quarantineText(
-  fs: FileSystem,
-  root: string,
-  sessionId: string,
-  kind: 'torn' | 'tail',
-  text: string,
-): Promise<string> {
-  const dir = join(root, QUARANTINE_DIR);
-  await ensureDir(fs, dir, root, sessionId);
-  const path = join(dir, quarantineName(sessionId, kind));
-  const out = await io(`creating ${path}`, sessionId, () => fs.open(path, 'wx', 0o600));
-  try {
-    await io(`writing ${path}`, sessionId, () => writeAll(out, Buffer.from(text, 'utf8'), 0));
-    await io(`syncing ${path}`, sessionId, () => out.sync());
-    await io(`closing ${path}`, sessionId, () => out.close());
-  } catch (error) {
-    await quietly(() => out.close());
-    throw error;
-  }
-  await io(`syncing ${dir}`, sessionId, () => fs.syncDir(dir));
-  return path;
+    await writeAll(out, reframed, offset);
+  };
+  await publishFile(ctx.fs, writer.paths.dir, writer.paths.log, rewrite, 'rename', id);
+  await quietly(() => handle.close());
+  writer.handle = undefined;
+  writer.size = plan.newSize;
+  await reopenHandle(ctx, writer);
 }
 
 /**
- * Publishes `bytes` as a new file at `path` atomically: exclusive temp file (0600) in `dir`, write,
- * fsync, then `link` (fails with EEXIST when `path` exists) or `rename` (replaces it), unlink the
- * temp, fsync `dir`. Returns false when `link` met an existing path.
+ * `repair({ dropCorrupt })` on the log open on `handle` (its lock held): quarantines everything
+ * from the end of the last good batch of a corrupt log and truncates it there. Undefined when the
+ * log is not corrupt.
  */
-export async function publishFile(
-  fs: FileSystem,
-  dir: string,
-  path: string,
-  write: (handle: FileHandlePort) => Promise<void>,
-  how: 'link' | 'rename',
-  sessionId: string,
-): Promise<boolean> {
-  const temp = tempPath(dir);
-  const handle = await io(`creating ${temp}`, sessionId, () => fs.open(temp, 'wx', 0o600));
-  try {
-    await io(`writing ${temp}`, sessionId, () => write(handle));
-    await io(`syncing ${temp}`, sessionId, () => handle.sync());
-    await io(`closing ${temp}`, sessionId, () => handle.close());
-  } catch (error) {
-    await quietly(() => handle.close());
-    await quietly(() => fs.unlink(temp));
-    throw toIoError(error, `writing ${temp}`, sessionId);
-  }
-  if (how === 'rename') {
-    try {
-      await fs.rename(temp, path);
-    } catch (error) {
-      await quietly(() => fs.unlink(temp));
-      throw toIoError(error, `replacing ${path}`, sessionId);
-    }
-  } else {
-    try {
-      await fs.link(temp, path);
-    } catch (error) {
-      await quietly(() => fs.unlink(temp));
-      if (errnoOf(error) === 'EEXIST') return false;
-      throw toIoError(error, `publishing ${path}`, sessionId);
-    }
-    // A leftover temp file is harmless (never an id), so a failed unlink does not fail the publish.
-    await quietly(() => fs.unlink(temp));
-    try {
-      await fs.syncDir(dir);
-    } catch (error) {
-      // Not durable, so not acknowledged: take the new name back so that a retry starts clean.
-      await quietly(() => fs.unlink(path));
-      throw toIoError(error, `syncing ${dir}`, sessionId);
-    }
-    return true;
-  }
-  await io(`syncing ${dir}`, sessionId, () => fs.syncDir(dir));
-  return true;
+export async function dropCorruptEnd(
+  ctx: StoreContext,
+  handle: FileHandlePort,
+  paths: SessionPaths,
+  id: string,
+): Promise<{ bytes: number; path: string } | undefined> {
+  const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {});
+  // The same reading as load's: a tear inside what the sidecar counted is damage to drop.
+  const end = await settledAgainstSidecar(ctx, scanned, paths, id);
+  if (end.problem === undefined || end.problem.kind !== 'corrupt' || end.header === undefined)
+    return undefined;
+  const size = await io(`inspecting ${paths.log}`, id, () => handle.size());
+  const path = await quarantineRange(
+    ctx.fs,
+    ctx.root,
+    id,
+    'torn',
+    handle,
+    end.committedBytes,
+    size - end.committedBytes,
+  );
+  await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
+  await io(`syncing ${paths.log}`, id, () => handle.datasync());
+  return { bytes: size - end.committedBytes, path };
 }

@@ -11,16 +11,21 @@ import {
   applyPatch,
   type BoundaryPredicate,
   emptySummary,
+  errnoOf,
+  errors,
+  type FileHandlePort,
   type FileSystem,
   nextUpdatedAt,
   type SessionSummary,
   summaryAfterAppend,
   toIoError,
 } from '@tidemark/core';
-import { io, quietly } from './errors.js';
-import { type LogHeader, parseInit } from './format.js';
-import { tempPath } from './layout.js';
-import type { ScanBatch } from './scan.js';
+import type { StoreContext } from './context.js';
+import { io, ioOrAbsent, problemError, quietly } from './errors.js';
+import { scanHandle } from './files.js';
+import { decodeHeaderLine, type LogHeader, parseInit } from './format.js';
+import { type SessionPaths, tempPath } from './layout.js';
+import { type ScanBatch, type ScanEnd, settleTear } from './scan.js';
 
 /** The `format` of a sidecar file. */
 export const SIDECAR_FORMAT = 'tidemark-summary';
@@ -229,4 +234,203 @@ export async function writeSidecar(
     throw toIoError(error, `writing ${path}`, id);
   }
   if (options.syncDir) await io(`syncing ${dir}`, id, () => fs.syncDir(dir));
+}
+
+/**
+ * Replaces the sidecar durably for `update`, whose fields live only there: written, then the
+ * directory synced. If that sync fails the new sidecar is visible but not durable: `previous` is put
+ * back (or the sidecar removed), so that a failed update changes nothing a reader can see.
+ */
+export async function replaceSidecarDurably(
+  fs: FileSystem,
+  paths: SessionPaths,
+  id: string,
+  next: Sidecar,
+  previous: Sidecar | undefined,
+): Promise<void> {
+  await writeSidecar(fs, paths.dir, paths.summary, next, { syncDir: false, sessionId: id });
+  try {
+    await io(`syncing ${paths.dir}`, id, () => fs.syncDir(paths.dir));
+  } catch (error) {
+    await quietly(() =>
+      previous === undefined
+        ? fs.unlink(paths.summary)
+        : writeSidecar(fs, paths.dir, paths.summary, previous, { syncDir: false, sessionId: id }),
+    );
+    throw error;
+  }
+}
+
+/** Bytes read to find a log's header line without scanning the log (headers are small). */
+const HEADER_PROBE_BYTES = 64 * 1024;
+
+/** The sidecar, or undefined when it is missing or malformed. A fault reading it is IO. */
+export async function readSidecar(
+  ctx: StoreContext,
+  paths: SessionPaths,
+  id: string,
+): Promise<Sidecar | undefined> {
+  const bytes = await ioOrAbsent(`reading ${paths.summary}`, id, () =>
+    ctx.fs.readFile(paths.summary).catch((error: unknown) => {
+      // Too large to be a sidecar (over 2 GiB), or not a file of ours at all (a planted link:
+      // ELOOP under O_NOFOLLOW; a FIFO or device: EINVAL): malformed content, not a storage
+      // fault. The summary is rebuilt from the log and the next write replaces the entry.
+      const code = errnoOf(error);
+      if (code === 'ERR_FS_FILE_TOO_LARGE' || code === 'ELOOP' || code === 'EINVAL') return undefined;
+      throw error;
+    }),
+  );
+  const sidecar = bytes === undefined ? undefined : decodeSidecar(bytes);
+  return sidecar?.summary.id === id ? sidecar : undefined; // another session's (copied) sidecar: ignored
+}
+
+/**
+ * What a sidecar counted as committed, when it describes this very log: same id (readSidecar) and
+ * same createdAt. A sidecar left behind by an earlier session of the same id (a delete whose
+ * unlink of it was lost in a crash) says nothing about this log.
+ */
+export function committedSizeOf(
+  sidecar: Sidecar | undefined,
+  header: LogHeader | undefined,
+): number | undefined {
+  if (sidecar === undefined || header === undefined) return undefined;
+  return sidecar.summary.createdAt === header.meta.createdAt ? sidecar.logSize : undefined;
+}
+
+/**
+ * {@link settleTear} for a scan made without the sidecar at hand: reads it only when the scan
+ * ended torn (scanFolding, which has it, settles by itself).
+ */
+export async function settledAgainstSidecar(
+  ctx: StoreContext,
+  end: ScanEnd,
+  paths: SessionPaths,
+  id: string,
+): Promise<ScanEnd> {
+  if (end.torn === undefined) return end;
+  return settleTear(end, committedSizeOf(await readSidecar(ctx, paths, id), end.header));
+}
+
+/**
+ * Scans a whole log once, folding its summary as it goes (anchored on `sidecar` where the sidecar
+ * still matches the log), and hands each committed batch to `onBatch` as well.
+ */
+export async function scanFolding(
+  ctx: StoreContext,
+  handle: FileHandlePort,
+  paths: SessionPaths,
+  id: string,
+  sidecar: Sidecar | undefined,
+  onBatch?: (batch: ScanBatch) => void,
+): Promise<{ header: LogHeader | undefined; end: ScanEnd; folder: SummaryFolder }> {
+  const folder = new SummaryFolder(sidecar, ctx.isBoundary);
+  let header: LogHeader | undefined;
+  const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {
+    onHeader: (h, endOffset) => {
+      header = h;
+      folder.header(h, endOffset);
+    },
+    onBatch: (batch) => {
+      folder.batch(batch);
+      onBatch?.(batch);
+      return true;
+    },
+  });
+  return { header, end: settleTear(scanned, committedSizeOf(sidecar, header)), folder };
+}
+
+/**
+ * The summary as of `knownSize` bytes of log (default: its current size): the sidecar when
+ * current, else the sidecar brought forward over the batches after it, else rebuilt from the log.
+ */
+export async function currentSummary(
+  ctx: StoreContext,
+  paths: SessionPaths,
+  id: string,
+  knownSize?: number,
+): Promise<SessionSummary> {
+  // A fault reading the sidecar is IO, never "no sidecar": a summary rebuilt from the log alone
+  // lacks the fields only update sets, and update or a refresh would then store it without them.
+  const sidecar = await readSidecar(ctx, paths, id);
+  const size =
+    knownSize ??
+    (await ioOrAbsent(`inspecting ${paths.log}`, id, () => ctx.fs.lstat(paths.log)))?.size ??
+    Number.NaN;
+  if (Number.isNaN(size)) throw errors.notFound(id);
+  if (sidecar !== undefined && sidecar.logSize === size) return sidecar.summary;
+  const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => ctx.fs.open(paths.log, 'r'));
+  if (handle === undefined) throw errors.notFound(id);
+  try {
+    if (sidecar !== undefined && sidecar.logSize > 0 && sidecar.logSize < size) {
+      const forward = await bringForward(ctx, handle, paths, id, sidecar);
+      if (forward !== undefined) return forward;
+    }
+    const { end, folder } = await scanFolding(ctx, handle, paths, id, sidecar);
+    if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
+    return folder.result()!;
+  } finally {
+    await quietly(() => handle.close());
+  }
+}
+
+/**
+ * Folds only the batches after the sidecar's `logSize`; undefined when that is not a boundary,
+ * or when what follows is damage (the full scan then reports it).
+ */
+async function bringForward(
+  ctx: StoreContext,
+  handle: FileHandlePort,
+  paths: SessionPaths,
+  id: string,
+  sidecar: Sidecar,
+): Promise<SessionSummary | undefined> {
+  const before = new Uint8Array(1);
+  const n = await io(`reading ${paths.log}`, id, () => handle.read(before, 0, 1, sidecar.logSize - 1));
+  if (n !== 1 || before[0] !== 0x0a) return undefined;
+  const fold = async (formatVersion: number) => {
+    const folder = SummaryFolder.fromSidecar(sidecar, ctx.isBoundary);
+    let first = true;
+    let aligned = true;
+    const end = await scanHandle(
+      handle,
+      `reading ${paths.log}`,
+      id,
+      {
+        onBatch: (batch) => {
+          if (first && batch.offset !== sidecar.logSize) aligned = false;
+          first = false;
+          folder.batch(batch);
+          return aligned;
+        },
+      },
+      { start: { offset: sidecar.logSize, nextSeq: sidecar.summary.eventCount }, formatVersion },
+    );
+    return { summary: aligned && end.problem === undefined ? folder.result() : undefined, end };
+  };
+  const folded = await fold(1);
+  if (folded.summary === undefined || folded.end.torn === undefined) return folded.summary;
+  // A torn end is a tail or damage depending on the log's format version and on whether the
+  // sidecar is this log's (settleTear): both come from the header line, so read just that, not
+  // the whole log (list must not cost a crashed session's full length on every call).
+  const header = await readHeaderLine(handle, paths, id);
+  if (header === undefined) return undefined;
+  const again = header.version >= 2 ? await fold(header.version) : folded;
+  if (again.summary === undefined) return undefined;
+  return settleTear(again.end, committedSizeOf(sidecar, header)).problem === undefined
+    ? again.summary
+    : undefined;
+}
+
+/** The header of a log, from its first line alone; undefined when it cannot be read that way. */
+async function readHeaderLine(
+  handle: FileHandlePort,
+  paths: SessionPaths,
+  id: string,
+): Promise<LogHeader | undefined> {
+  const buffer = Buffer.allocUnsafe(HEADER_PROBE_BYTES);
+  const n = await io(`reading ${paths.log}`, id, () => handle.read(buffer, 0, buffer.length, 0));
+  const newline = buffer.subarray(0, n).indexOf(0x0a);
+  if (newline === -1) return undefined;
+  const decoded = decodeHeaderLine(buffer, 0, newline);
+  return decoded.ok ? decoded.value : undefined;
 }

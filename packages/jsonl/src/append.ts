@@ -1,0 +1,210 @@
+// Appending: the first batch of a session publishes its log (header and batch in one new file),
+// every later batch goes through the session's writer. Reservations (`create` before the first
+// append) end when an append of theirs lands.
+import {
+  assertSameEvents,
+  errors,
+  nowIso,
+  type PreparedEvent,
+  planAppend,
+  type SessionEvent,
+  toIoError,
+} from '@tidemark/core';
+import { assertRealBucket, ensureRoot, logInBuckets } from './catalog.js';
+import type { Pending, StoreContext, Writer } from './context.js';
+import { io, ioOrAbsent, quietly } from './errors.js';
+import { ensureDir, publishFile, writeAll } from './files.js';
+import { encodeBatch, encodeHeader, FORMAT_VERSION } from './format.js';
+import { bucketOf, type SessionPaths, sessionPaths } from './layout.js';
+import type { HeldLock } from './lock.js';
+import { readEvents } from './reader.js';
+import { SIDECAR_REFRESH_BYTES, SummaryFolder, writeSidecar } from './summary.js';
+import { advanceWriter, frameBatch, refreshSidecar, reopenHandle, rollback, writeFramed } from './writer.js';
+import { ensureWriter, lockSession, openWriter, register, retireWriter } from './writers.js';
+
+/**
+ * Appends a validated batch to session `id` (in its queue): through its writer when it has a log,
+ * else as the first batch of this instance's reservation; NOT_FOUND without either.
+ */
+export async function appendToSession(
+  ctx: StoreContext,
+  id: string,
+  batch: PreparedEvent[],
+): Promise<{ nextSeq: number }> {
+  const writer = await ensureWriter(ctx, id);
+  if (writer === undefined) {
+    const pending = ctx.pending.get(id);
+    if (pending === undefined) throw errors.notFound(id);
+    return publishFirst(ctx, id, pending, batch);
+  }
+  const result = await appendTo(ctx, writer, batch);
+  // A session materialized by another instance makes this instance's reservation moot once an
+  // append of ours lands there. A refused one (CONFLICT, I/O) keeps it, as the memory model does:
+  // if the other instance deletes the session, this instance's first batch still creates it.
+  ctx.pending.delete(id);
+  return result;
+}
+
+/** First batch: header and events published together as a new file (temp, fsync, link, dir fsync). */
+async function publishFirst(
+  ctx: StoreContext,
+  id: string,
+  pending: Pending,
+  batch: PreparedEvent[],
+): Promise<{ nextSeq: number }> {
+  planAppend(id, 0, batch);
+  const paths = sessionPaths(ctx.root, bucketOf(pending.meta.cwd), id);
+  await ensureRoot(ctx, id);
+  await ensureDir(ctx.fs, paths.dir, ctx.root, id);
+  await assertRealBucket(ctx, paths, id);
+  const lock = await lockSession(ctx, paths, id);
+  try {
+    // Under the id's lock, which every writer of this id takes whatever its cwd: another writer
+    // may have published the id in another bucket first. Then it is that session, as when the
+    // link below finds our own bucket taken, and as the reference model has it: the batch goes
+    // through its seq rules (CONFLICT, or an idempotent retry).
+    const elsewhere = await logInBuckets(ctx, id, new Set([paths.bucket]));
+    if (elsewhere !== undefined) return await appendToPublished(ctx, id, elsewhere, lock, batch);
+    const last = batch[batch.length - 1]!.event.seq;
+    // The time of this append, as the reference model has it: a given createdAt (an import keeps
+    // the original's, which another machine's clock may have put in our future) is not a change.
+    const at = nowIso();
+    const headerText = encodeHeader(pending.meta, pending.patch);
+    const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
+    await removeStaleSidecar(ctx, paths, id);
+    const published = await publishFile(
+      ctx.fs,
+      paths.dir,
+      paths.log,
+      (h) => writeAll(h, bytes, 0),
+      'link',
+      id,
+    );
+    // Another instance published this id first: append to its log like any other.
+    if (!published) return await appendToPublished(ctx, id, paths, lock, batch);
+    ctx.pending.delete(id);
+    ctx.buckets.set(id, paths.bucket);
+    const handle = await ioOrAbsent(`opening ${paths.log}`, id, () =>
+      ctx.fs.open(paths.log, ctx.logFlags),
+    ).catch(() => undefined);
+    const writer: Writer = {
+      id,
+      paths,
+      handle,
+      lock,
+      size: bytes.length,
+      nextSeq: last + 1,
+      lastAtMs: Date.parse(at),
+      sidecarSize: -1,
+      unsynced: false,
+      repaired: undefined,
+    };
+    await register(ctx, writer);
+    await writeFirstSidecar(ctx, writer, pending, { batch, at, headerBytes: Buffer.byteLength(headerText) });
+    return { nextSeq: writer.nextSeq };
+  } catch (error) {
+    if (lock !== undefined && !ctx.writers.has(id)) await quietly(() => lock.release());
+    throw error;
+  }
+}
+
+/**
+ * No log here, and we hold the id's lock: a sidecar here is left from an earlier session of this
+ * id (a delete whose unlink of it was lost in a crash), maybe with the same createdAt (a restore
+ * or import keeps it). It must never describe the new log: remove it, durably, first.
+ */
+async function removeStaleSidecar(ctx: StoreContext, paths: SessionPaths, id: string): Promise<void> {
+  if ((await ioOrAbsent(`inspecting ${paths.log}`, id, () => ctx.fs.lstat(paths.log))) !== undefined) return;
+  const removed = await ioOrAbsent(`removing ${paths.summary}`, id, () =>
+    ctx.fs.unlink(paths.summary).then(() => true),
+  );
+  // Synced on its own: a crash may otherwise keep the new log's link and lose this unlink.
+  if (removed) await io(`syncing ${paths.dir}`, id, () => ctx.fs.syncDir(paths.dir));
+}
+
+/** The sidecar of a just published log. The header holds what it would add, so it need not be durable. */
+async function writeFirstSidecar(
+  ctx: StoreContext,
+  writer: Writer,
+  pending: Pending,
+  first: { batch: PreparedEvent[]; at: string; headerBytes: number },
+): Promise<void> {
+  const { paths, id } = writer;
+  const folder = new SummaryFolder(undefined, ctx.isBoundary);
+  folder.header(
+    {
+      version: FORMAT_VERSION,
+      meta: { ...pending.meta, formatVersion: FORMAT_VERSION },
+      init: pending.patch,
+    },
+    first.headerBytes,
+  );
+  folder.batch({
+    events: first.batch.map((p) => p.event),
+    at: first.at,
+    offset: first.headerBytes,
+    endOffset: writer.size,
+  });
+  await quietly(async () => {
+    await writeSidecar(
+      ctx.fs,
+      paths.dir,
+      paths.summary,
+      { logSize: writer.size, summary: folder.result()! },
+      { syncDir: false, sessionId: id },
+    );
+    writer.sidecarSize = writer.size;
+  });
+}
+
+/**
+ * A reserved id's first batch, on the log another instance published (its lock held): appended
+ * like any other; the reservation ends once the append succeeds there, and a refused one
+ * (CONFLICT, IO) keeps it, as in `append` and the reference model.
+ */
+async function appendToPublished(
+  ctx: StoreContext,
+  id: string,
+  paths: SessionPaths,
+  lock: HeldLock | undefined,
+  batch: PreparedEvent[],
+): Promise<{ nextSeq: number }> {
+  const writer = await openWriter(ctx, id, paths, lock);
+  if (writer === undefined) throw errors.notFound(id);
+  const result = await appendTo(ctx, writer, batch);
+  ctx.pending.delete(writer.id);
+  return result;
+}
+
+/**
+ * Later batches: idempotent retry check, then one write (see writeFramed). A failed write is
+ * rolled back; when even that fails the writer is dropped, and the next use rescans the log.
+ */
+async function appendTo(
+  ctx: StoreContext,
+  writer: Writer,
+  batch: PreparedEvent[],
+): Promise<{ nextSeq: number }> {
+  const id = writer.id;
+  const plan = planAppend(id, writer.nextSeq, batch);
+  if (plan.kind === 'compare') {
+    const stored: SessionEvent[] = [];
+    for await (const event of readEvents(ctx, id, plan.fromSeq, plan.toSeq)) stored.push(event);
+    assertSameEvents(id, stored, batch);
+    return { nextSeq: writer.nextSeq };
+  }
+  if (writer.handle === undefined) await reopenHandle(ctx, writer);
+  const framed = frameBatch(writer, batch);
+  const sync = ctx.durability === 'strict' || batch.some((item) => ctx.isBoundary(item.event));
+  try {
+    await writeFramed(ctx, writer, framed, sync);
+  } catch (error) {
+    if (!(await rollback(ctx, writer))) await quietly(() => retireWriter(ctx, writer.id, false));
+    throw toIoError(error, `appending to ${writer.paths.log}`, id);
+  }
+  advanceWriter(writer, framed, sync);
+  if (sync && writer.size - writer.sidecarSize > SIDECAR_REFRESH_BYTES) {
+    await quietly(() => refreshSidecar(ctx, writer));
+  }
+  return { nextSeq: writer.nextSeq };
+}
