@@ -1,8 +1,8 @@
 import { afterEach, describe, it } from 'vitest';
-import { contractChecks } from './checks.js';
+import { contractChecks } from './checks/index.js';
 import type { ContractDriver, ContractOptions } from './driver.js';
 import { CheckContext, type ContractCheck, resolveOptions } from './harness.js';
-import { modelBasedCheck } from './model.js';
+import { modelBasedCheck } from './model/index.js';
 
 /**
  * Registers the tidemark conformance suite for a backend as a vitest `describe` block. Call it at
