@@ -21,3 +21,4 @@ export {
 } from './harness.js';
 export { modelBasedCheck } from './model/index.js';
 export { runStoreContract } from './run.js';
+export { type ContractSuite, contractSuites } from './suites.js';

@@ -3,6 +3,7 @@ import { contractChecks } from './checks/index.js';
 import type { ContractDriver, ContractOptions } from './driver.js';
 import { CheckContext, type ContractCheck, resolveOptions } from './harness.js';
 import { modelBasedCheck } from './model/index.js';
+import { selectChecks } from './suites.js';
 
 /**
  * Registers the tidemark conformance suite for a backend as a vitest `describe` block. Call it at
@@ -14,11 +15,18 @@ import { modelBasedCheck } from './model/index.js';
  *
  * Every check of SPEC §4 that needs no fault injection becomes one `it()`, grouped by operation,
  * plus one model-based property test comparing the backend with the memory reference model.
- * `driver.cleanup()` runs after each test.
+ * `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
+ * (`contractSuites`), e.g. `{ only: ['append', 'list', 'model'] }` or `{ skip: ['model'] }`.
+ *
+ * @throws Error when `only` or `skip` names an unknown suite (the message lists the valid ones) or
+ * leaves nothing to run.
  */
 export function runStoreContract(driver: ContractDriver, options?: ContractOptions): void {
   const resolved = resolveOptions(options);
-  const checks: ContractCheck[] = [...contractChecks, modelBasedCheck(resolved.modelRuns)];
+  const checks: ContractCheck[] = selectChecks(
+    [...contractChecks, modelBasedCheck(resolved.modelRuns)],
+    options,
+  );
   describe(`tidemark store contract: ${driver.name}`, () => {
     afterEach(async () => {
       await driver.cleanup();
