@@ -1,8 +1,8 @@
 /**
  * @packageDocumentation
  * The published conformance suite of tidemark: any `SessionStore` backend plugs a
- * {@link ContractDriver} into {@link runStoreContract} and gets every rule of SPEC §4 checked,
- * plus a model-based comparison with the memory reference backend.
+ * {@link ContractDriver} into {@link runStoreContract} and gets every rule of docs/contract.md that
+ * needs no fault injection checked, plus a model-based comparison with the memory reference backend.
  */
 export { contractCheck, contractChecks } from './checks/index.js';
 export type { ContractDriver, ContractOptions } from './driver.js';

@@ -13,9 +13,9 @@ import { selectChecks } from './suites.js';
  * runStoreContract({ name: 'my-backend', open, reopen, cleanup });
  * ```
  *
- * Every check of SPEC §4 that needs no fault injection becomes one `it()`, grouped by operation,
- * plus one model-based property test comparing the backend with the memory reference model.
- * `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
+ * Every check of docs/contract.md that needs no fault injection becomes one `it()`, grouped by
+ * operation, plus one model-based property test comparing the backend with the memory reference
+ * model. `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
  * (`contractSuites`), e.g. `{ only: ['append', 'list', 'model'] }` or `{ skip: ['model'] }`.
  *
  * @throws Error when `only` or `skip` names an unknown suite (the message lists the valid ones) or

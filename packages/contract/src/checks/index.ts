@@ -13,8 +13,8 @@ import { twoInstancesChecks } from './two-instances.js';
 import { updateChecks } from './update.js';
 
 /**
- * Every check of SPEC §4 that needs no fault injection, in the order the suite runs them: grouped
- * by suite, the suites in the order of `contractSuites`.
+ * Every check of docs/contract.md that needs no fault injection, in the order the suite runs them:
+ * grouped by suite, the suites in the order of `contractSuites`.
  */
 export const contractChecks: readonly ContractCheck[] = [
   ...roundTripChecks,

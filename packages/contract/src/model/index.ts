@@ -1,5 +1,5 @@
 // Model-based testing: random command sequences run against the backend and against the memory
-// reference store (SPEC §6 makes it the model), and every answer must agree.
+// reference store (the project's model of a correct backend), and every answer must agree.
 import { MemoryVolume } from '@tidemark/memory';
 import fc from 'fast-check';
 import { type ContractCheck, violation } from '../harness.js';
