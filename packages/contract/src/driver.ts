@@ -1,4 +1,5 @@
 import type { SessionStore, StoreOptions } from '@tidemark/core';
+import type { SuiteFilter } from './suites.js';
 
 /**
  * How the contract suite reaches a backend. A backend author implements this in a few lines and
@@ -21,8 +22,11 @@ export interface ContractDriver {
   cleanup(): Promise<void>;
 }
 
-/** Options of `runStoreContract`. */
-export interface ContractOptions {
+/**
+ * Options of `runStoreContract` (and of `runContractCheck`, which ignores `only` and `skip`).
+ * `only`/`skip` take suite names, e.g. `{ only: ['append', 'list', 'model'] }`; see `contractSuites`.
+ */
+export interface ContractOptions extends SuiteFilter {
   /** Number of random command sequences of the model-based test (default 50). */
   modelRuns?: number;
   /** Time per test in milliseconds (default 30,000; the model-based test gets four times as much). */

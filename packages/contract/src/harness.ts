@@ -78,7 +78,7 @@ export class CheckContext {
   }
 }
 
-/** One rule of SPEC §4, runnable on its own against any driver. */
+/** One rule of docs/contract.md, runnable on its own against any driver. */
 export interface ContractCheck {
   /** The part of the contract the check belongs to (a `describe` block). */
   group: string;

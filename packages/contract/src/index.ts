@@ -1,10 +1,10 @@
 /**
  * @packageDocumentation
  * The published conformance suite of tidemark: any `SessionStore` backend plugs a
- * {@link ContractDriver} into {@link runStoreContract} and gets every rule of SPEC §4 checked,
- * plus a model-based comparison with the memory reference backend.
+ * {@link ContractDriver} into {@link runStoreContract} and gets every rule of docs/contract.md that
+ * needs no fault injection checked, plus a model-based comparison with the memory reference backend.
  */
-export { contractCheck, contractChecks } from './checks.js';
+export { contractCheck, contractChecks } from './checks/index.js';
 export type { ContractDriver, ContractOptions } from './driver.js';
 export {
   CheckContext,
@@ -19,5 +19,6 @@ export {
   resolveOptions,
   runContractCheck,
 } from './harness.js';
-export { modelBasedCheck } from './model.js';
+export { modelBasedCheck } from './model/index.js';
 export { runStoreContract } from './run.js';
+export { type ContractSuite, contractSuites } from './suites.js';

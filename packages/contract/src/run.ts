@@ -1,8 +1,9 @@
 import { afterEach, describe, it } from 'vitest';
-import { contractChecks } from './checks.js';
+import { contractChecks } from './checks/index.js';
 import type { ContractDriver, ContractOptions } from './driver.js';
 import { CheckContext, type ContractCheck, resolveOptions } from './harness.js';
-import { modelBasedCheck } from './model.js';
+import { modelBasedCheck } from './model/index.js';
+import { selectChecks } from './suites.js';
 
 /**
  * Registers the tidemark conformance suite for a backend as a vitest `describe` block. Call it at
@@ -12,13 +13,20 @@ import { modelBasedCheck } from './model.js';
  * runStoreContract({ name: 'my-backend', open, reopen, cleanup });
  * ```
  *
- * Every check of SPEC §4 that needs no fault injection becomes one `it()`, grouped by operation,
- * plus one model-based property test comparing the backend with the memory reference model.
- * `driver.cleanup()` runs after each test.
+ * Every check of docs/contract.md that needs no fault injection becomes one `it()`, grouped by
+ * operation, plus one model-based property test comparing the backend with the memory reference
+ * model. `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
+ * (`contractSuites`), e.g. `{ only: ['append', 'list', 'model'] }` or `{ skip: ['model'] }`.
+ *
+ * @throws Error when `only` or `skip` names an unknown suite (the message lists the valid ones) or
+ * leaves nothing to run.
  */
 export function runStoreContract(driver: ContractDriver, options?: ContractOptions): void {
   const resolved = resolveOptions(options);
-  const checks: ContractCheck[] = [...contractChecks, modelBasedCheck(resolved.modelRuns)];
+  const checks: ContractCheck[] = selectChecks(
+    [...contractChecks, modelBasedCheck(resolved.modelRuns)],
+    options,
+  );
   describe(`tidemark store contract: ${driver.name}`, () => {
     afterEach(async () => {
       await driver.cleanup();

@@ -52,6 +52,7 @@ describe('expectCode', () => {
 });
 
 describe('runContractCheck', () => {
+  // Guards the next check: a failing check must not leave handles or locks behind.
   it('closes the stores a failing check left open and always calls cleanup', async () => {
     const base = memoryDriver();
     let cleanups = 0;
@@ -85,6 +86,7 @@ describe('runContractCheck', () => {
     expect(cleanups).toBe(1);
   });
 
+  // Guards close(): a backend whose close fails with IO must not pass because the kit swallowed it.
   it('reports a close() that fails with anything but CLOSED', async () => {
     const base = memoryDriver();
     const driver: ContractDriver = {

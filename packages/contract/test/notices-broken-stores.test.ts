@@ -29,6 +29,7 @@ describe('the contract notices deliberately broken stores', () => {
     });
   }
 
+  // Guards the checks that need store options: they must fail when the driver does not pass them on.
   it('a driver that drops the store options fails the checks that depend on them', async () => {
     const base = memoryDriver();
     const dropsOptions = {
@@ -48,6 +49,7 @@ describe('the contract notices deliberately broken stores', () => {
     for (const check of contractChecks) await runContractCheck(check, memoryDriver());
   });
 
+  // Guards the fixtures: wrapping a store breaks nothing by itself, so each failure above is the rule's.
   it('a pass-through wrapper passes every check, so failures above come from the broken rule', async () => {
     const driver = memoryDriver('pass-through', (inner) => inner);
     for (const check of contractChecks) await runContractCheck(check, driver);
