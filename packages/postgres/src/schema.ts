@@ -188,36 +188,46 @@ export async function migrate(db: Connections, schema: string): Promise<void> {
   if (plan.kind === 'current') return;
   if (plan.kind !== 'migrate') refuse(plan, schema);
   await db.run(context, async (s) => {
-    await s.query('BEGIN', 'BEGIN');
+    // A session-level lock taken before BEGIN: the transaction then starts after the lock is held,
+    // so its catalog lookups see what another host's migration committed (a lock taken inside the
+    // transaction would leave to_regclass reading a catalog cache from before the wait).
+    await s.query('MIGRATE', 'SELECT pg_advisory_lock(hashtext($1))', [`tidemark:${schema}`]);
     try {
-      await s.query('MIGRATE', 'SELECT pg_advisory_xact_lock(hashtext($1))', [`tidemark:${schema}`]);
-      // Another host may have migrated between the first look and the lock.
-      const again = planMigration(await readState(s, schema, t));
-      if (again.kind === 'migrate') {
-        const exists = await s.query('MIGRATE', 'SELECT to_regnamespace($1) IS NOT NULL AS present', [
-          t.schema,
-        ]);
-        if (exists.rows[0]?.present !== true) await s.query('MIGRATE', `CREATE SCHEMA ${t.schema}`);
-        const steps = migrations(t);
-        for (let version = again.from; version < again.to; version++)
-          await s.query('MIGRATE', steps[version]!);
-        await s.query(
-          'MIGRATE',
-          `INSERT INTO ${t.version} (singleton, application, version) VALUES (true, $1, $2)
-           ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`,
-          [POSTGRES_APPLICATION, again.to],
-        );
-      } else if (again.kind !== 'current') {
-        refuse(again, schema);
-      }
-      await commitChecked(s, context.what);
-    } catch (error) {
-      try {
-        await s.query('ROLLBACK', 'ROLLBACK');
-      } catch {
-        // The original error says more; run() destroys a client that saw a connection fault.
-      }
-      throw error;
+      await migrateLocked(s, schema, t, context.what);
+    } finally {
+      await s.query('MIGRATE', 'SELECT pg_advisory_unlock(hashtext($1))', [`tidemark:${schema}`]);
     }
   });
+}
+
+async function migrateLocked(s: Session, schema: string, t: TableNames, what: string): Promise<void> {
+  await s.query('BEGIN', 'BEGIN');
+  try {
+    // Another host may have migrated between the first look and the lock.
+    const again = planMigration(await readState(s, schema, t));
+    if (again.kind === 'migrate') {
+      const exists = await s.query('MIGRATE', 'SELECT to_regnamespace($1) IS NOT NULL AS present', [
+        t.schema,
+      ]);
+      if (exists.rows[0]?.present !== true) await s.query('MIGRATE', `CREATE SCHEMA ${t.schema}`);
+      const steps = migrations(t);
+      for (let version = again.from; version < again.to; version++) await s.query('MIGRATE', steps[version]!);
+      await s.query(
+        'MIGRATE',
+        `INSERT INTO ${t.version} (singleton, application, version) VALUES (true, $1, $2)
+           ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`,
+        [POSTGRES_APPLICATION, again.to],
+      );
+    } else if (again.kind !== 'current') {
+      refuse(again, schema);
+    }
+    await commitChecked(s, what);
+  } catch (error) {
+    try {
+      await s.query('ROLLBACK', 'ROLLBACK');
+    } catch {
+      // The original error says more; run() destroys a client that saw a connection fault.
+    }
+    throw error;
+  }
 }
