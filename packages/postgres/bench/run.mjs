@@ -116,7 +116,7 @@ try {
   const oursRate = (64 * rounds) / ((Date.now() - start) / 1000);
   start = Date.now();
   await Promise.all(
-    ids.map(async (id, k) => {
+    ids.map(async (_id, k) => {
       for (let r = 1; r <= rounds; r++)
         await admin.query(`INSERT INTO "${schema}".raw VALUES ($1, $2, 'step', $3, $4, 0)`, [
           `pool${k}`,
