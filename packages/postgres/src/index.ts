@@ -1,0 +1,29 @@
+/**
+ * @packageDocumentation
+ * The PostgreSQL backend of tidemark (pg 8): one store shared by many hosts. Events keyed by
+ * (session_id, seq) with text data and a checksum, single writer through a conditional UPDATE of
+ * `next_seq`, `synchronous_commit = on`, checked COMMITs, and typed errors for every SQLSTATE.
+ */
+export type { PostgresStep, StatementHook } from './db.js';
+export {
+  type CommitOutcome,
+  commitOutcomeOf,
+  isConnectionFault,
+  isRetryableState,
+  mapPgError,
+  type PgErrorContext,
+  redact,
+  sqlstateOf,
+} from './errors.js';
+export type {
+  HealthKind,
+  MaintenanceProblem,
+  PostgresRepairOptions,
+  PostgresRepairReport,
+  PostgresVerifyReport,
+  SessionHealth,
+} from './maintenance.js';
+export { quarantineAddress } from './maintenance.js';
+export type { PostgresStoreOptions } from './options.js';
+export { POSTGRES_APPLICATION, POSTGRES_SCHEMA_VERSION } from './schema.js';
+export { openPostgresStore, PostgresStore, READ_PAGE_SIZE } from './store.js';

@@ -1,0 +1,266 @@
+// Pure conversions between table rows and the contract's objects. Every check of what a row may
+// hold lives here, so a damaged or hostile row becomes CORRUPT with its location, never a crash
+// with an untyped error, and never a silently shortened history.
+import { crc32 } from 'node:zlib';
+import {
+  errors,
+  type JsonValue,
+  type PreparedEvent,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionSummary,
+} from '@tidemark/core';
+
+/** A row of `sessions` as pg returns it (bigint columns arrive as strings). */
+export interface SessionRow {
+  id: string;
+  format_version: number;
+  created_at: string;
+  updated_at: string;
+  cwd: string | null;
+  parent_id: string | null;
+  parent_seq: string | null;
+  next_seq: string;
+  committed_seq: string;
+  interrupted: boolean;
+  title: string | null;
+  first_prompt: string | null;
+  tags: string | null;
+  attrs: string | null;
+}
+
+/** A row of `events` as pg returns it. */
+export interface EventRow {
+  seq: string;
+  type: string;
+  time: string;
+  data: string;
+  checksum: number;
+}
+
+/** The columns of `sessions` every summary query selects. */
+export const SESSION_COLUMNS = `id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, next_seq,
+  committed_seq, interrupted, title, first_prompt, tags, attrs`;
+
+/**
+ * The checksum stored with an event row: CRC-32 of the stored `type` text, NUL, `time`, NUL, then
+ * the `data` text, as a signed 32-bit integer (the column is `integer`). The key (session_id, seq)
+ * is not included: damage there shows as a gap or a foreign row.
+ */
+export function eventChecksum(type: string, time: string, data: string): number {
+  if (data.length < 4096) return crc32(`${type}\u0000${time}\u0000${data}`) | 0;
+  return crc32(data, crc32(`${type}\u0000${time}\u0000`)) | 0;
+}
+
+/** The `row` text of a CORRUPT location in `events`. */
+export function eventRowKey(sessionId: string, seq: number): string {
+  return `session_id=${sessionId} seq=${seq}`;
+}
+
+/** Free text as stored: a JSON string literal (PostgreSQL text cannot hold U+0000). */
+export function encodeText(value: string): string;
+export function encodeText(value: string | undefined): string | null;
+export function encodeText(value: string | undefined): string | null {
+  return value === undefined ? null : JSON.stringify(value);
+}
+
+function decodeText(text: string, fail: () => never): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    fail();
+  }
+  if (typeof value !== 'string') fail();
+  return value;
+}
+
+function corruptSession(id: string, what: string): never {
+  throw errors.corrupt(
+    `session ${id}: ${what} in table sessions`,
+    { table: 'sessions', row: `id=${id}` },
+    id,
+  );
+}
+
+function integerOf(value: unknown): number {
+  const n = typeof value === 'string' ? Number(value) : typeof value === 'number' ? value : Number.NaN;
+  return Number.isSafeInteger(n) ? n : Number.NaN;
+}
+
+function jsonColumn(id: string, column: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw errors.corrupt(
+      `session ${id}: column ${column} is not JSON in table sessions`,
+      { table: 'sessions', row: `id=${id}` },
+      id,
+      error,
+    );
+  }
+}
+
+/**
+ * The summary stored in a `sessions` row.
+ * @throws TidemarkError CORRUPT when a column holds what no append or update writes.
+ */
+export function rowToSummary(row: SessionRow): SessionSummary {
+  const id = row.id;
+  if (typeof row.created_at !== 'string' || typeof row.updated_at !== 'string')
+    corruptSession(id, 'bad timestamps');
+  const nextSeq = integerOf(row.next_seq);
+  const committedSeq = integerOf(row.committed_seq);
+  if (!(nextSeq >= 0)) corruptSession(id, 'bad next_seq');
+  if (!(committedSeq >= -1 && committedSeq < nextSeq)) corruptSession(id, 'committed_seq outside the log');
+  if (typeof row.interrupted !== 'boolean') corruptSession(id, 'bad interrupted flag');
+  const summary: SessionSummary = {
+    id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    eventCount: nextSeq,
+    committedSeq,
+    interrupted: row.interrupted,
+  };
+  const text = (column: string, value: string) =>
+    decodeText(value, () => corruptSession(id, `bad ${column}`));
+  if (row.cwd !== null) summary.cwd = text('cwd', row.cwd);
+  const parent = parentOf(row);
+  if (parent !== undefined) summary.parent = parent;
+  if (row.title !== null) summary.title = text('title', row.title);
+  if (row.first_prompt !== null) summary.firstPrompt = text('first_prompt', row.first_prompt);
+  if (row.tags !== null) {
+    const tags = jsonColumn(id, 'tags', row.tags);
+    if (!Array.isArray(tags) || !tags.every((tag) => typeof tag === 'string'))
+      corruptSession(id, 'tags is not a list of strings');
+    summary.tags = tags as string[];
+  }
+  if (row.attrs !== null) {
+    const attrs = jsonColumn(id, 'attrs', row.attrs);
+    if (typeof attrs !== 'object' || attrs === null || Array.isArray(attrs))
+      corruptSession(id, 'attrs is not an object');
+    summary.attrs = attrs as { [key: string]: JsonValue };
+  }
+  return summary;
+}
+
+function parentOf(row: SessionRow): SessionMeta['parent'] {
+  if (row.parent_id === null && row.parent_seq === null) return undefined;
+  const seq = integerOf(row.parent_seq);
+  if (typeof row.parent_id !== 'string' || !(seq >= 0)) corruptSession(row.id, 'half a parent reference');
+  return { id: row.parent_id, seq };
+}
+
+/** The immutable header stored in a `sessions` row. */
+export function rowToMeta(row: SessionRow): SessionMeta {
+  const meta: SessionMeta = { id: row.id, createdAt: row.created_at, formatVersion: row.format_version };
+  if (row.cwd !== null) meta.cwd = decodeText(row.cwd, () => corruptSession(row.id, 'bad cwd'));
+  const parent = parentOf(row);
+  if (parent !== undefined) meta.parent = parent;
+  return meta;
+}
+
+/** The mutable columns of a summary, as stored. */
+export interface SummaryColumns {
+  updated_at: string;
+  next_seq: number;
+  committed_seq: number;
+  interrupted: boolean;
+  title: string | null;
+  first_prompt: string | null;
+  tags: string | null;
+  attrs: string | null;
+}
+
+/** The columns that store a summary's mutable fields. */
+export function summaryColumns(summary: SessionSummary): SummaryColumns {
+  return {
+    updated_at: summary.updatedAt,
+    next_seq: summary.eventCount,
+    committed_seq: summary.committedSeq,
+    interrupted: summary.interrupted,
+    title: encodeText(summary.title),
+    first_prompt: encodeText(summary.firstPrompt),
+    tags: summary.tags === undefined ? null : JSON.stringify(summary.tags),
+    attrs: summary.attrs === undefined ? null : JSON.stringify(summary.attrs),
+  };
+}
+
+/** One event as the columns of its row. */
+export interface EncodedEvent {
+  seq: number;
+  type: string;
+  time: string;
+  data: string;
+  checksum: number;
+}
+
+/** Encodes a prepared event for INSERT, reusing the JSON `prepareEvent` already made. */
+export function encodeEvent(prepared: PreparedEvent): EncodedEvent {
+  const { seq, type, time } = prepared.event;
+  const storedType = encodeText(type);
+  const data = dataJsonOf(prepared);
+  return { seq, type: storedType, time, data, checksum: eventChecksum(storedType, time, data) };
+}
+
+function corruptEvent(sessionId: string, seq: number, what: string, cause?: unknown): never {
+  throw errors.corrupt(
+    `session ${sessionId}: event ${seq} ${what} in table events`,
+    { table: 'events', row: eventRowKey(sessionId, seq), seq },
+    sessionId,
+    cause,
+  );
+}
+
+/** Decodes one `events` row expected to hold `expected`; CORRUPT on a mismatch of any kind. */
+export function decodeEventRow(sessionId: string, row: EventRow, expected: number): SessionEvent {
+  const seq = integerOf(row.seq);
+  if (seq !== expected) {
+    throw errors.corrupt(
+      `session ${sessionId}: seq ${expected} is missing from table events (found seq ${String(row.seq)} next)`,
+      { table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
+      sessionId,
+    );
+  }
+  const { type, time, data } = row;
+  if (
+    typeof type !== 'string' ||
+    typeof time !== 'string' ||
+    typeof data !== 'string' ||
+    typeof row.checksum !== 'number'
+  )
+    corruptEvent(sessionId, seq, 'has a non-text column');
+  if (eventChecksum(type, time, data) !== row.checksum)
+    corruptEvent(sessionId, seq, 'does not match its checksum');
+  const decodedType = decodeText(type, () => corruptEvent(sessionId, seq, 'has an unreadable type'));
+  let value: JsonValue;
+  try {
+    value = JSON.parse(data) as JsonValue;
+  } catch (error) {
+    corruptEvent(sessionId, seq, 'has unparsable data', error);
+  }
+  return { seq, type: decodedType, time, data: value };
+}
+
+/** Decodes rows that must hold seqs `firstSeq, firstSeq + 1, …`; CORRUPT at the first bad row. */
+export function decodeEventRows(
+  sessionId: string,
+  rows: readonly EventRow[],
+  firstSeq: number,
+): SessionEvent[] {
+  const events: SessionEvent[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) events[i] = decodeEventRow(sessionId, rows[i]!, firstSeq + i);
+  return events;
+}
+
+/**
+ * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made.
+ * Falls back to stringifying when the serialization is not laid out as expected.
+ */
+export function dataJsonOf(prepared: PreparedEvent): string {
+  const { seq, type, time, data } = prepared.event;
+  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
+  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
+    return prepared.json.slice(head.length, -1);
+  return JSON.stringify(data);
+}
