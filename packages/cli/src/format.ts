@@ -100,6 +100,13 @@ function compact(data: unknown, max: number): string {
   return data === null || data === undefined ? '' : truncate(JSON.stringify(data), max);
 }
 
+/** The fields of an event's data when it is an object (not null, not an array). */
+function objectFields(data: unknown): Record<string, unknown> | undefined {
+  return data !== null && typeof data === 'object' && !Array.isArray(data)
+    ? (data as Record<string, unknown>)
+    : undefined;
+}
+
 /**
  * A readable timeline: turns as headed groups, user and assistant messages, tool calls with their
  * results (matched by `callId`/`id` when present), and a marker for an interrupted tail.
@@ -117,15 +124,9 @@ export function renderTimeline(
   for (const event of events) {
     const seq = style.dim(`#${event.seq}`.padStart(5));
     const time = style.dim(event.time.slice(11, 19));
-    const data = event.data as Record<string, unknown> | null;
-    const callId =
-      data !== null && typeof data === 'object' && !Array.isArray(data)
-        ? ((data.callId ?? data.id ?? data.toolCallId) as string | undefined)
-        : undefined;
-    const name =
-      data !== null && typeof data === 'object' && !Array.isArray(data)
-        ? (data.name ?? data.tool)
-        : undefined;
+    const fields = objectFields(event.data);
+    const callId = (fields?.callId ?? fields?.id ?? fields?.toolCallId) as string | undefined;
+    const name = fields?.name ?? fields?.tool;
     const idText = typeof callId === 'string' ? style.dim(` [${callId}]`) : '';
     switch (event.type) {
       case 'turn/start':
@@ -151,17 +152,11 @@ export function renderTimeline(
         break;
       case 'tool/call':
         lines.push(
-          `${seq} ${time} ${indent(inTurn ? 1 : 0)}→ tool ${style.bold(typeof name === 'string' ? name : '?')}${idText} ${compact(
-            (data as Record<string, unknown> | null)?.input ??
-              (data as Record<string, unknown> | null)?.args ??
-              '',
-            width - 20,
-          )}`,
+          `${seq} ${time} ${indent(inTurn ? 1 : 0)}→ tool ${style.bold(typeof name === 'string' ? name : '?')}${idText} ${compact(fields?.input ?? fields?.args ?? '', width - 20)}`,
         );
         break;
       case 'tool/result': {
-        const failed =
-          data !== null && typeof data === 'object' && !Array.isArray(data) && data.error !== undefined;
+        const failed = fields !== undefined && fields.error !== undefined;
         const mark = failed ? style.red('✗ result') : '← result';
         lines.push(
           `${seq} ${time} ${indent(inTurn ? 1 : 0)}${mark}${idText} ${compact(event.data, width - 20)}`,

@@ -4,8 +4,9 @@
  * status; the address parser and the export format are reusable.
  */
 export { defaultStoreAddress, parseStoreAddress, type StoreAddress, tidemarkHome } from './address.js';
-export { type Backend, openBackend, type VerifyFinding, verifyByReading } from './backends.js';
-export { type CliConfig, type Io, main } from './cli.js';
+export { type Backend, openBackend } from './backends.js';
+export { main } from './cli.js';
+export type { CliConfig, Io } from './context.js';
 export {
   EXPORT_FORMAT,
   EXPORT_VERSION,
@@ -17,3 +18,5 @@ export {
 } from './exchange.js';
 export { type CliCode, CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
 export { LIST_HEADER, makeStyle, progressBar, renderTable, renderTimeline, type Style } from './format.js';
+export type { VerifyFinding } from './maintenance-types.js';
+export { verifyByReading } from './verify-by-reading.js';

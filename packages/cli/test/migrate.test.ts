@@ -1,9 +1,15 @@
 // migrateSessions over memory stores, with the target wrapped to count and alter what list()
 // answers: the verification pass is one listing of the target, whatever the number of sessions.
+// Then `tidemark migrate` through the built binary: what it announces and which sources it refuses.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type ListQuery, type SessionPage, type SessionStore, TidemarkError } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { migrateSessions } from '../src/migrate.js';
+import { exportLines, home, tidemark, useTempHome } from './run-cli.js';
+
+const unavailable = inject('unavailable');
 
 const T = '2026-01-01T00:00:00.000Z';
 
@@ -128,3 +134,35 @@ describe('migrateSessions', () => {
     expect(report.missing).toEqual(['s0000']);
   });
 });
+
+describe.skipIf(unavailable.sqlite !== undefined || unavailable.jsonl !== undefined)(
+  'tidemark migrate',
+  () => {
+    useTempHome();
+
+    // Regression: the summary line counted sessions whose copy failed as migrated and verified.
+    it('does not announce a session it failed to copy as migrated and verified', () => {
+      const from = `sqlite:${join(home(), 's.db')}`;
+      expect(tidemark(['--store', from, 'import'], { input: exportLines('m1', 'one') }).status).toBe(0);
+      expect(tidemark(['--store', from, 'import'], { input: exportLines('m2', 'two') }).status).toBe(0);
+      // The target lies under a regular file: every copy fails with IO.
+      writeFileSync(join(home(), 'plain'), 'not a directory');
+      const run = tidemark(['migrate', '--from', from, '--to', `jsonl:${join(home(), 'plain', 'x')}`]);
+      expect(run.status).toBe(1);
+      expect(run.stderr).toMatch(/failed: m1: IO/);
+      expect(run.stdout).not.toContain('migrated 2 session(s)');
+      expect(run.stdout).toContain('migrated 0 of 2 session(s)');
+    });
+
+    // Regression: a mistyped source was created empty and "migrated" with nothing copied.
+    it('refuses a source store that does not exist instead of creating it and copying nothing', () => {
+      for (const from of [`sqlite:${join(home(), 'typo.db')}`, `jsonl:${join(home(), 'typo-dir')}`]) {
+        const run = tidemark(['migrate', '--from', from, '--to', `jsonl:${join(home(), 'target')}`]);
+        expect(run.status).toBe(3);
+        expect(run.stderr.trim()).toBe(`tidemark: NOT_FOUND: store ${from} does not exist`);
+        expect(existsSync(join(home(), 'typo.db'))).toBe(false);
+        expect(existsSync(join(home(), 'typo-dir'))).toBe(false);
+      }
+    });
+  },
+);

@@ -1,0 +1,90 @@
+// `tidemark migrate`: copies every session from one store to another, verified and resumable.
+import { parseStoreAddress, type StoreAddress } from '../address.js';
+import { auditLog, type Context, openStore, print, printJson } from '../context.js';
+import { CliError, EXIT_CODES } from '../exit-codes.js';
+import { progressBar, truncate } from '../format.js';
+import { type MigrateReport, migrateSessions } from '../migrate.js';
+
+/** Runs `tidemark migrate --from ADDRESS --to ADDRESS [--json]`. */
+export async function runMigrate(ctx: Context): Promise<number> {
+  if (ctx.values.from === undefined || ctx.values.to === undefined)
+    throw new CliError('USAGE', 'migrate needs --from ADDRESS and --to ADDRESS');
+  const fromAddress = parseStoreAddress(ctx.values.from, ctx.io.cwd);
+  const toAddress = parseStoreAddress(ctx.values.to, ctx.io.cwd);
+  if (fromAddress.text === toAddress.text)
+    throw new CliError('USAGE', 'migrate: --from and --to are the same store');
+  const from = await openStore(ctx, fromAddress, true);
+  const to = await openStore(ctx, toAddress);
+  const audit = auditLog(ctx);
+  const tty = ctx.io.stderr.isTTY === true;
+  const report = await migrateSessions(from.store, to.store, {
+    onProgress: (done, total, id) => {
+      if (!tty) return;
+      if (id !== undefined)
+        ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
+      else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
+    },
+    onCopied: async (result) => {
+      await audit.record('migrated', result.id, toAddress.text, {
+        from: fromAddress.text,
+        events: result.events,
+        hash: result.hash,
+      });
+    },
+  });
+  const { failed, problems, missing, unverified } = report;
+  const ok = failed.length === 0 && problems.length === 0 && missing.length === 0 && unverified.length === 0;
+  printMigration(ctx, fromAddress, toAddress, report, ok);
+  return ok ? EXIT_CODES.OK : EXIT_CODES.PROBLEMS;
+}
+
+/** The migration's counts on stdout (as JSON with `--json`), its failures on stderr. */
+function printMigration(
+  ctx: Context,
+  fromAddress: StoreAddress,
+  toAddress: StoreAddress,
+  report: MigrateReport,
+  ok: boolean,
+): void {
+  const { ids, results, failed, problems, missing, unverified } = report;
+  const counts = {
+    sessions: ids.length,
+    copied: results.filter((r) => r.outcome === 'copied').length,
+    resumed: results.filter((r) => r.outcome === 'resumed').length,
+    alreadyComplete: results.filter((r) => r.outcome === 'complete').length,
+    events: results.reduce((sum, r) => sum + r.events, 0),
+  };
+  if (ctx.values.json) {
+    printJson(ctx.io, {
+      from: fromAddress.text,
+      to: toAddress.text,
+      ok,
+      ...counts,
+      failed,
+      problems,
+      missing,
+      unverified,
+      sessionsDetail: results.map(({ id, outcome, events, appended, hash }) => ({
+        id,
+        outcome,
+        events,
+        appended,
+        hash,
+      })),
+    });
+    return;
+  }
+  print(
+    ctx.io,
+    // Only what was copied and verified counts as migrated; failures are listed below.
+    `migrated ${results.length === ids.length ? '' : `${results.length} of `}${counts.sessions} session(s), ` +
+      `${counts.events} events from ${fromAddress.text} to ${toAddress.text}: ` +
+      `${counts.copied} copied, ${counts.resumed} resumed, ${counts.alreadyComplete} already complete; verified by sha256`,
+  );
+  for (const f of failed) ctx.io.stderr.write(`${ctx.err.red('failed')}: ${f.id}: ${f.code}: ${f.message}\n`);
+  for (const p of problems)
+    ctx.io.stderr.write(`${ctx.err.red('unreadable in source')}: ${p.id}: ${p.code}: ${p.message}\n`);
+  for (const m of missing) ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${m}\n`);
+  for (const u of unverified)
+    ctx.io.stderr.write(`${ctx.err.red('verification failed')}: ${u.id}: ${u.code}: ${u.message}\n`);
+}
