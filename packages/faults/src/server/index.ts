@@ -1,0 +1,3 @@
+// Server-only faults for engine backends that talk to a PostgreSQL server.
+export * from './fault-proxy.js';
+export * from './pg-wire.js';
