@@ -1,3 +1,4 @@
 // Server-only faults for engine backends that talk to a PostgreSQL server.
 export * from './fault-proxy.js';
 export * from './pg-wire.js';
+export * from './private-cluster.js';
