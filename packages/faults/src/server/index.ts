@@ -2,3 +2,4 @@
 export * from './fault-proxy.js';
 export * from './pg-wire.js';
 export * from './private-cluster.js';
+export * from './server-actions.js';
