@@ -3,3 +3,4 @@ export * from './fault-proxy.js';
 export * from './pg-wire.js';
 export * from './private-cluster.js';
 export * from './server-actions.js';
+export * from './statement-faults.js';
