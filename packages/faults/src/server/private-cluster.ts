@@ -121,6 +121,21 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
+async function queryOnce<Row extends Record<string, unknown>>(
+  connectionString: string,
+  sql: string,
+  values?: unknown[],
+): Promise<Row[]> {
+  const client = new pg.Client({ connectionString });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return (await client.query<Row>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Clusters still running, stopped synchronously if the process exits without stopping them. */
 const running = new Map<string, () => void>();
 let exitHookInstalled = false;
@@ -145,23 +160,11 @@ export async function startPrivateCluster(options: PrivateClusterOptions = {}): 
   const bin = findPostgresBinDir(options.binDir);
   const user = serverUser();
   const base = await fsp.mkdtemp(join(tmpdir(), 'tidemark-pg-'));
-  if (user !== undefined) await fsp.chown(base, user.uid, user.gid);
   const dataDir = join(base, 'data');
+  const log = join(base, 'server.log');
   const exec = (file: string, args: string[]) => run(join(bin, file), args, { user, cwd: base });
-  // initdb's own fsync of the template files only guards against an OS crash, which no test causes.
-  await exec('initdb', [
-    '-D',
-    dataDir,
-    '-U',
-    'postgres',
-    '--auth=trust',
-    '-E',
-    'UTF8',
-    '--locale=C',
-    '--no-sync',
-  ]);
   const port = await freePort();
-  const settings: Record<string, string | number> = {
+  const serverArgs = Object.entries({
     listen_addresses: '127.0.0.1',
     port,
     unix_socket_directories: base,
@@ -170,15 +173,26 @@ export async function startPrivateCluster(options: PrivateClusterOptions = {}): 
     ...options.settings,
     fsync: 'on',
     synchronous_commit: 'on',
-  };
-  const serverArgs = Object.entries(settings)
+  })
     .map(([name, value]) => `-c ${name}=${value}`)
     .join(' ');
-  const log = join(base, 'server.log');
   const start = () => exec('pg_ctl', ['start', '-D', dataDir, '-w', '-t', '60', '-l', log, '-o', serverArgs]);
   const stopServer = (mode: 'immediate' | 'fast') =>
     exec('pg_ctl', ['stop', '-D', dataDir, '-w', '-t', '60', '-m', mode]);
   try {
+    if (user !== undefined) await fsp.chown(base, user.uid, user.gid);
+    // initdb's own fsync of the template files only guards against an OS crash, which no test causes.
+    await exec('initdb', [
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '-E',
+      'UTF8',
+      '--locale=C',
+      '--no-sync',
+    ]);
     await start();
   } catch (error) {
     const tail = await fsp.readFile(log, 'utf8').catch(() => '');
@@ -210,15 +224,6 @@ export async function startPrivateCluster(options: PrivateClusterOptions = {}): 
       await stopServer('immediate').catch(() => undefined);
       await fsp.rm(base, { recursive: true, force: true });
     },
-    async exec<Row extends Record<string, unknown>>(sql: string, values?: unknown[]) {
-      const client = new pg.Client({ connectionString });
-      client.on('error', () => undefined);
-      await client.connect();
-      try {
-        return (await client.query<Row>(sql, values)).rows;
-      } finally {
-        await client.end();
-      }
-    },
+    exec: (sql, values) => queryOnce(connectionString, sql, values),
   };
 }
