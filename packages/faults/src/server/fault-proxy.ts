@@ -159,7 +159,9 @@ class Connection implements ProxyConnection {
       const allowed = chunk.subarray(0, this.cutBudget);
       this.cutBudget -= allowed.length;
       if (allowed.length > 0) this.write(direction, allowed);
-      if (this.cutBudget === 0) void this.queue[direction].then(() => this.destroy());
+      const to = direction === 'toServer' ? this.server : this.client;
+      // end(), not destroy(): the allowed bytes must leave before the connection is torn down.
+      if (this.cutBudget === 0) void this.queue[direction].then(() => to.end(() => this.destroy()));
       return;
     }
     if (fault.mode === 'delay') {

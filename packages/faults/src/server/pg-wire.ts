@@ -156,6 +156,7 @@ export class BackendReplyWatcher {
   private readonly framer = new Framer(false);
   readonly reply: BackendReply = { tags: [], errors: [], ready: false };
 
+  /** Feeds a chunk of the server's output; returns the reply seen so far. */
   feed(chunk: Buffer): BackendReply {
     this.framer.feed(chunk, ({ type, body }) => {
       if (type === 'C') this.reply.tags.push(cstring(body, 0)?.text ?? '');
