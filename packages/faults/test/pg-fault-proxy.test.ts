@@ -1,3 +1,4 @@
+import { connect, createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type FaultProxy, startFaultProxy, targetOf } from '../src/index.js';
@@ -146,6 +147,32 @@ describe.skipIf(requireOrSkip(unavailable, 'a PostgreSQL server'))('TCP fault pr
     expect(await messageOf(client.query('COMMIT'))).toMatch(CONNECTION_LOST);
     // pg answers COMMIT of a failed transaction with the tag ROLLBACK: the store must check it.
     expect((await cut).reply.tags).toEqual(['ROLLBACK']);
+  });
+});
+
+describe('TCP fault proxy (plain TCP, no server needed)', () => {
+  // The cut's byte budget is exact across chunks: no fewer bytes, no more.
+  it('cut to-client forwards exactly N bytes of a burst, then closes', async () => {
+    const payload = Buffer.alloc(1024 * 1024, 7);
+    const server = createServer((socket) => socket.end(payload));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const address = server.address() as { port: number };
+    const proxy = await startFaultProxy({
+      target: { host: '127.0.0.1', port: address.port },
+      fault: { mode: 'cut', direction: 'to-client', afterBytes: 300_000 },
+    });
+    const received = await new Promise<number>((resolve) => {
+      let bytes = 0;
+      const socket = connect(proxy.port, '127.0.0.1');
+      socket.on('data', (chunk) => {
+        bytes += chunk.length;
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => resolve(bytes));
+    });
+    expect(received).toBe(300_000);
+    await proxy.close();
+    await new Promise((resolve) => server.close(resolve));
   });
 });
 
