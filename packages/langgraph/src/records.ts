@@ -20,12 +20,18 @@ export interface SerializedValue {
 /** A channel version as LangGraph hands it over. */
 export type Version = number | string;
 
-/** One channel value, stored once per (namespace, channel, version). No `value`: the channel was empty. */
+/**
+ * One channel value, stored once per (namespace, channel, version). No `value`: the channel was
+ * empty. `owner` is set only when another value already held that version (a fork in the same
+ * thread can reach the version numbers of the branch it left): then the value belongs to the
+ * checkpoint `owner`, and the checkpoints that carry it name it in their `refs`.
+ */
 export interface BlobRecord {
   ns: string;
   ch: string;
   ver: Version;
   value?: SerializedValue;
+  owner?: string;
 }
 
 /** One checkpoint, without its channel values (rebuilt from the blobs on read). */
@@ -39,6 +45,8 @@ export interface CheckpointRecord {
   md: SerializedValue;
   /** `channel_versions` in plain JSON, so the index can follow blobs without deserializing. */
   vers: Record<string, Version>;
+  /** Channels whose value is the one owned by a checkpoint (see {@link BlobRecord.owner}). */
+  refs?: Record<string, string>;
 }
 
 /** One pending write of a task. `idx` is negative for the special writes (errors, interrupts). */
@@ -144,12 +152,16 @@ export function parseRecord(
   }
   if (type === EVENT_TYPES.checkpoint) {
     const parentOk = data.parent === undefined || typeof data.parent === 'string';
+    const refsOk =
+      data.refs === undefined ||
+      (isObject(data.refs) && Object.values(data.refs).every((r) => typeof r === 'string'));
     if (
       typeof data.id !== 'string' ||
       !parentOk ||
       !isSerialized(data.cp) ||
       !isSerialized(data.md) ||
-      !isVersionMap(data.vers)
+      !isVersionMap(data.vers) ||
+      !refsOk
     ) {
       throw corrupt(sessionId, seq, 'malformed checkpoint');
     }

@@ -134,7 +134,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       md: encodeBytes(...md),
       vers: plainVersions(copy.channel_versions),
     };
-    const blobs = await Promise.all(
+    const values = await Promise.all(
       Object.entries(plainVersions(newVersions)).map(async ([ch, ver]): Promise<BlobRecord> => {
         if (!Object.hasOwn(copy.channel_values, ch) || copy.channel_values[ch] === undefined)
           return { ns, ch, ver };
@@ -142,12 +142,14 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       }),
     );
     await this.log.write(threadId, sessionIdOfThread(threadId), ns, (state) => {
-      const fresh: ThreadRecord[] = blobs
-        .filter((blob) => state.blob(ns, blob.ch, blob.ver) === undefined)
-        .map((blob) => ({ kind: 'blob', blob }));
+      const { blobs, refs } = placeBlobs(state, record, values);
+      const placed: CheckpointRecord = Object.keys(refs).length > 0 ? { ...record, refs } : record;
       const stored = state.checkpoint(ns, record.id);
-      if (fresh.length === 0 && stored !== undefined && sameCheckpoint(stored, record)) return [];
-      return [...fresh, { kind: 'checkpoint', checkpoint: record }];
+      if (blobs.length === 0 && stored !== undefined && sameCheckpoint(stored, placed)) return [];
+      return [
+        ...blobs.map((blob): ThreadRecord => ({ kind: 'blob', blob })),
+        { kind: 'checkpoint', checkpoint: placed },
+      ];
     });
     return checkpointConfig(threadId, ns, checkpoint.id);
   }
@@ -320,7 +322,45 @@ function plainVersions(versions: ChannelVersions): Record<string, Version> {
 }
 
 function sameCheckpoint(a: CheckpointRecord, b: CheckpointRecord): boolean {
-  return (
-    a.parent === b.parent && a.cp.b === b.cp.b && a.md.b === b.md.b && a.cp.t === b.cp.t && a.md.t === b.md.t
-  );
+  const same =
+    a.parent === b.parent && a.cp.b === b.cp.b && a.md.b === b.md.b && a.cp.t === b.cp.t && a.md.t === b.md.t;
+  return same && JSON.stringify(a.refs ?? {}) === JSON.stringify(b.refs ?? {});
+}
+
+function sameValue(a: BlobRecord, b: BlobRecord): boolean {
+  return a.value?.t === b.value?.t && a.value?.b === b.value?.b;
+}
+
+/**
+ * Which of a put's channel values to store, and where. A version not stored yet gets its value
+ * under (namespace, channel, version); the same value again is stored nothing. A different value
+ * for a stored version (a fork in the same thread reaching the version numbers of the branch it
+ * left) is stored as owned by this checkpoint, which names it in `refs`; a checkpoint carrying an
+ * unchanged channel from its parent inherits the parent's ref.
+ */
+function placeBlobs(
+  state: ThreadState,
+  record: CheckpointRecord,
+  values: readonly BlobRecord[],
+): { blobs: BlobRecord[]; refs: Record<string, string> } {
+  const { ns } = record;
+  const blobs: BlobRecord[] = [];
+  const refs: Record<string, string> = {};
+  const written = new Set<string>();
+  for (const value of values) {
+    written.add(value.ch);
+    const plain = state.blob(ns, value.ch, value.ver);
+    if (plain === undefined) blobs.push(value);
+    else if (!sameValue(plain, value) && record.vers[value.ch] === value.ver) {
+      refs[value.ch] = record.id;
+      const owned = state.blob(ns, value.ch, value.ver, record.id);
+      if (owned === undefined || !sameValue(owned, value)) blobs.push({ ...value, owner: record.id });
+    }
+  }
+  const parent = record.parent === undefined ? undefined : state.checkpoint(ns, record.parent);
+  for (const [ch, ver] of Object.entries(record.vers)) {
+    const inherited = parent?.refs?.[ch];
+    if (!written.has(ch) && inherited !== undefined && parent?.vers[ch] === ver) refs[ch] = inherited;
+  }
+  return { blobs, refs };
 }

@@ -20,7 +20,8 @@ export interface StoredWrite {
   value: SerializedValue;
 }
 
-const blobKey = (ns: string, ch: string, ver: Version): string => JSON.stringify([ns, ch, ver]);
+const blobKey = (ns: string, ch: string, ver: Version, owner?: string): string =>
+  JSON.stringify(owner === undefined ? [ns, ch, ver] : [ns, ch, ver, owner]);
 const checkpointKey = (ns: string, id: string): string => JSON.stringify([ns, id]);
 const writeKey = (task: string, idx: number): string => JSON.stringify([task, idx]);
 
@@ -50,8 +51,8 @@ export class ThreadState {
   apply(record: ThreadRecord): void {
     switch (record.kind) {
       case 'blob': {
-        const { ns, ch, ver } = record.blob;
-        const key = blobKey(ns, ch, ver);
+        const { ns, ch, ver, owner } = record.blob;
+        const key = blobKey(ns, ch, ver, owner);
         // Stored once per version: a second copy (a retried or forked put) never replaces the first.
         if (!this.blobs.has(key)) this.blobs.set(key, record.blob);
         return;
@@ -133,8 +134,14 @@ export class ThreadState {
   }
 
   /** The blob of a channel version (`value` absent: the channel was empty at that version). */
-  blob(ns: string, ch: string, ver: Version): BlobRecord | undefined {
-    return this.blobs.get(blobKey(ns, ch, ver));
+  blob(ns: string, ch: string, ver: Version, owner?: string): BlobRecord | undefined {
+    return this.blobs.get(blobKey(ns, ch, ver, owner));
+  }
+
+  /** The blob holding channel `ch` of a checkpoint, following its `refs`. */
+  channelBlob(ns: string, checkpoint: CheckpointRecord, ch: string): BlobRecord | undefined {
+    const ver = checkpoint.vers[ch];
+    return ver === undefined ? undefined : this.blob(ns, ch, ver, checkpoint.refs?.[ch]);
   }
 
   /** The write of `task` at `idx` for a checkpoint, if stored. */

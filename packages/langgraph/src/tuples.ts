@@ -33,8 +33,8 @@ export function gatherTuple(
   record: CheckpointRecord,
 ): GatheredTuple {
   const values: [string, SerializedValue][] = [];
-  for (const [ch, ver] of Object.entries(record.vers)) {
-    const stored = state.blob(ns, ch, ver)?.value;
+  for (const ch of Object.keys(record.vers)) {
+    const stored = state.channelBlob(ns, record, ch)?.value;
     if (stored !== undefined) values.push([ch, stored]);
   }
   const parentSends =
@@ -123,8 +123,7 @@ export function gatherDeltaHistory(
     for (const ch of [...remaining]) {
       const entry = result.get(ch)!;
       entry.writesNewestFirst.push(writes.filter((w) => w.ch === ch));
-      const ver = ancestor.vers[ch];
-      const stored = ver === undefined ? undefined : state.blob(ns, ch, ver)?.value;
+      const stored = state.channelBlob(ns, ancestor, ch)?.value;
       if (stored !== undefined) {
         entry.seed = stored;
         remaining.delete(ch);
