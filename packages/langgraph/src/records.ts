@@ -144,6 +144,7 @@ export function parseRecord(
     if (
       typeof data.ch !== 'string' ||
       !isVersion(data.ver) ||
+      (data.owner !== undefined && typeof data.owner !== 'string') ||
       (data.value !== undefined && !isSerialized(data.value))
     ) {
       throw corrupt(sessionId, seq, 'malformed channel value');
