@@ -5,6 +5,7 @@ import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  dataJsonOf,
   emptySummary,
   errors,
   nextUpdatedAt,
@@ -21,7 +22,6 @@ import type { SqliteConnection } from './connection.js';
 import { appendError } from './errors.js';
 import {
   type AppendHeadRow,
-  dataJsonOf,
   decodeAppendHead,
   decodeEventRows,
   type EventRow,

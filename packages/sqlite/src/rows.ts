@@ -5,7 +5,6 @@ import { crc32 } from 'node:zlib';
 import {
   errors,
   type JsonValue,
-  type PreparedEvent,
   type SessionEvent,
   type SessionMeta,
   type SessionSummary,
@@ -274,17 +273,4 @@ export function decodeEventRows(
     events[i] = { seq: expected, type, time, data: value };
   }
   return events;
-}
-
-/**
- * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made
- * (saving a second `JSON.stringify` of a possibly large payload). Falls back to stringifying when
- * the serialization is not laid out as expected.
- */
-export function dataJsonOf(prepared: PreparedEvent): string {
-  const { seq, type, time, data } = prepared.event;
-  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
-  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
-    return prepared.json.slice(head.length, -1);
-  return JSON.stringify(data);
 }
