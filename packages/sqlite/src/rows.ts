@@ -42,6 +42,16 @@ export function eventChecksum(type: string, time: string, data: string): number 
   return crc32(data, crc32(`${type}\u0000${time}\u0000`));
 }
 
+/** Whether `text` parses as JSON (an event's `data` column must). */
+export function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The `row` text of a CORRUPT location in `events`. */
 export function eventRowKey(sessionId: string, seq: number): string {
   return `session_id=${sessionId} seq=${seq}`;
