@@ -15,15 +15,8 @@ export {
   redact,
   sqlstateOf,
 } from './errors.js';
-export type {
-  HealthKind,
-  MaintenanceProblem,
-  PostgresRepairOptions,
-  PostgresRepairReport,
-  PostgresVerifyReport,
-  SessionHealth,
-} from './maintenance.js';
 export { quarantineAddress } from './maintenance.js';
+export { openPostgresStore } from './open.js';
 export type { PostgresStoreOptions } from './options.js';
 export { POSTGRES_APPLICATION, POSTGRES_SCHEMA_VERSION } from './schema.js';
-export { openPostgresStore, PostgresStore, READ_PAGE_SIZE } from './store.js';
+export { PostgresStore, READ_PAGE_SIZE } from './store.js';

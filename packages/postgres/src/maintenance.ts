@@ -1,66 +1,22 @@
 // Taking rows out of a log without destroying them (tail cut, repair) and checking sessions for
-// damage (verify). The report shapes follow the core layer's StoreMaintenance design
-// (VerifyReport / RepairReport), declared here until core exports them.
+// damage (verify), in the report shapes of core's StoreMaintenance.
 import {
   type BoundaryPredicate,
   commitStateOf,
   errors,
   isTidemarkError,
+  type MaintenanceProblem,
   nowIso,
   type RecoveryReport,
+  type RepairOptions,
+  type RepairReport,
   type SessionEvent,
+  type SessionHealth,
+  type VerifyReport,
 } from '@tidemark/core';
 import type { Connections, Session } from './db.js';
 import { decodeEventRow, type EventRow, rowToSummary, SESSION_COLUMNS, type SessionRow } from './rows.js';
 import type { TableNames } from './schema.js';
-
-/** Health of one session. */
-export type HealthKind = 'ok' | 'interrupted' | 'torn' | 'corrupt' | 'unsupported-format' | 'unreadable';
-
-/** One finding of verify, or one thing repair took out (then with `quarantinedAt`). */
-export interface MaintenanceProblem {
-  kind: 'torn' | 'interrupted' | 'corrupt' | 'unsupported-format' | 'unreadable';
-  sessionId: string;
-  message: string;
-  seq?: number;
-  row?: string;
-  table?: string;
-  quarantinedAt?: string;
-}
-
-/** One session's verify result. */
-export interface SessionHealth {
-  sessionId: string;
-  status: HealthKind;
-  eventCount?: number;
-  committedSeq?: number;
-  problems: MaintenanceProblem[];
-}
-
-/** Result of `verify`. */
-export interface PostgresVerifyReport {
-  checked: number;
-  sessions: SessionHealth[];
-  problems: MaintenanceProblem[];
-}
-
-/** Options of `repair`. */
-export interface PostgresRepairOptions {
-  /** `cut` moves an interrupted tail to quarantine. */
-  tail?: 'keep' | 'cut';
-  /** Move the first damaged event and every event after it to quarantine. */
-  dropCorrupt?: boolean;
-}
-
-/** Result of `repair`. */
-export interface PostgresRepairReport {
-  sessionId: string;
-  eventCount: number;
-  removed: MaintenanceProblem[];
-  cutEvents?: number;
-  corruptEvents?: number;
-  quarantined: string[];
-}
 
 /** Where quarantined rows of a session are kept. */
 export function quarantineAddress(schema: string, sessionId: string): string {
@@ -210,41 +166,50 @@ function orphanHealth(id: string, rows: number): SessionHealth {
 }
 
 /**
- * Checks one session, or every session (and every id that only has events): checksums, seq gaps,
- * counts, summary rows. Read-only; each session in one REPEATABLE READ snapshot. NOT_FOUND for one
- * id that has neither a row nor events.
+ * Checks one session's rows read-only in one REPEATABLE READ snapshot: checksums, seq gaps,
+ * counts, the summary row. Events without a sessions row are a corrupt session, not an absent
+ * one. NOT_FOUND when `id` has neither a row nor events.
  */
-export async function verifySessions(
+export async function verifySession(
   db: Connections,
   t: TableNames,
-  id: string | undefined,
+  id: string,
   isBoundary: BoundaryPredicate,
-): Promise<PostgresVerifyReport> {
-  const ids =
-    id !== undefined
-      ? [id]
-      : await db.run(db.context('verifying sessions'), async (s) => {
-          const found = await s.query<{ id: string }>(
-            'SELECT sessions',
-            `SELECT id FROM ${t.sessions} UNION SELECT DISTINCT session_id FROM ${t.events} ORDER BY 1`,
-          );
-          return found.rows.map((r) => r.id);
-        });
-  const report: PostgresVerifyReport = { checked: 0, sessions: [], problems: [] };
-  for (const sessionId of ids) {
-    const { row, rows } = await db.transaction(
-      db.context(`verifying session ${sessionId}`, sessionId),
-      (s) => readSession(s, t, sessionId),
-      'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY',
+): Promise<SessionHealth> {
+  const { row, rows } = await db.transaction(
+    db.context(`verifying session ${id}`, id),
+    (s) => readSession(s, t, id),
+    'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY',
+  );
+  if (row === undefined && rows.length === 0) throw errors.notFound(id);
+  return row === undefined ? orphanHealth(id, rows.length) : checkRows(id, row, rows, isBoundary).health;
+}
+
+/**
+ * Checks every session, including ids that only have events left (which `list` cannot show).
+ * A session deleted while this runs is skipped.
+ */
+export async function verifyAll(
+  db: Connections,
+  t: TableNames,
+  isBoundary: BoundaryPredicate,
+): Promise<VerifyReport> {
+  const ids = await db.run(db.context('verifying sessions'), async (s) => {
+    const found = await s.query<{ id: string }>(
+      'SELECT sessions',
+      `SELECT id FROM ${t.sessions} UNION SELECT DISTINCT session_id FROM ${t.events} ORDER BY 1`,
     );
-    if (row === undefined && rows.length === 0) {
-      if (id !== undefined) throw errors.notFound(sessionId);
-      continue;
+    return found.rows.map((r) => r.id);
+  });
+  const report: VerifyReport = { checked: 0, sessions: [], problems: [] };
+  for (const id of ids) {
+    let health: SessionHealth;
+    try {
+      health = await verifySession(db, t, id, isBoundary);
+    } catch (error) {
+      if (isTidemarkError(error, 'NOT_FOUND')) continue;
+      throw error;
     }
-    const health =
-      row === undefined
-        ? orphanHealth(sessionId, rows.length)
-        : checkRows(sessionId, row, rows, isBoundary).health;
     report.checked++;
     report.sessions.push(health);
     report.problems.push(...health.problems);
@@ -263,9 +228,9 @@ export async function repairSession(
   t: TableNames,
   schema: string,
   id: string,
-  options: PostgresRepairOptions,
+  options: Required<RepairOptions>,
   isBoundary: BoundaryPredicate,
-): Promise<PostgresRepairReport> {
+): Promise<RepairReport> {
   return db.transaction(db.context(`repairing session ${id}`, id), async (s) => {
     await s.query('SELECT sessions', `SELECT 1 FROM ${t.sessions} WHERE id = $1 FOR UPDATE`, [id]);
     const { row, rows } = await readSession(s, t, id);
@@ -279,7 +244,7 @@ export async function repairSession(
     }
     const summary = rowToSummary(row); // CORRUPT for a damaged row: nothing to rebuild from
     const { health, firstBad } = checkRows(id, row, rows, isBoundary);
-    const report: PostgresRepairReport = {
+    const report: RepairReport = {
       sessionId: id,
       eventCount: rows.length,
       removed: [],
@@ -288,7 +253,7 @@ export async function repairSession(
     const now = nowIso();
     const where = quarantineAddress(schema, id);
     let kept = rows.length;
-    if (firstBad !== undefined && options.dropCorrupt === true) {
+    if (firstBad !== undefined && options.dropCorrupt) {
       report.corruptEvents = await moveToQuarantine(s, t, id, firstBad - 1, 'corrupt', now);
       report.removed.push(...health.problems.map((p) => ({ ...p, quarantinedAt: where })));
       kept = firstBad;
@@ -308,7 +273,7 @@ export async function repairSession(
       state = commitStateOf(events, isBoundary);
     }
     if (report.removed.length > 0 || summary.eventCount !== events.length) {
-      if (firstBad !== undefined && options.dropCorrupt !== true)
+      if (firstBad !== undefined && !options.dropCorrupt)
         return { ...report, eventCount: summary.eventCount };
       await s.query(
         'UPDATE sessions',

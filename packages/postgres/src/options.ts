@@ -52,7 +52,10 @@ function timeout(value: unknown, name: string, fallback: number): number {
   return value;
 }
 
-/** Validates the options; INVALID naming the option for anything wrong. */
+/**
+ * Validates the PostgreSQL-specific options; INVALID naming the option for anything wrong. The
+ * options every backend shares (durability, boundaryTypes, limits) are core's `resolveStoreOptions`.
+ */
 export function resolvePostgresOptions(options: unknown): ResolvedPostgresOptions {
   if (typeof options !== 'object' || options === null)
     throw errors.invalid('openPostgresStore: options must be an object');
@@ -73,18 +76,11 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresOption
     schema.includes('\u0000')
   )
     throw errors.invalid('openPostgresStore: schema must be a name of 1 to 63 bytes without NUL');
-  if (o.durability !== undefined && o.durability !== 'strict' && o.durability !== 'relaxed')
-    throw errors.invalid(`openPostgresStore: durability must be 'strict' or 'relaxed'`);
   if (
-    o.boundaryTypes !== undefined &&
-    (!Array.isArray(o.boundaryTypes) || !o.boundaryTypes.every((t) => typeof t === 'string' && t !== ''))
+    o.poolSize !== undefined &&
+    (typeof o.poolSize !== 'number' || !Number.isSafeInteger(o.poolSize) || o.poolSize < 1)
   )
-    throw errors.invalid('openPostgresStore: boundaryTypes must be an array of non-empty strings');
-  for (const name of ['maxEventBytes', 'maxDepth', 'poolSize'] as const) {
-    const value = o[name];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1))
-      throw errors.invalid(`openPostgresStore: ${name} must be a positive integer`);
-  }
+    throw errors.invalid('openPostgresStore: poolSize must be a positive integer');
   if (o.onWarning !== undefined && typeof o.onWarning !== 'function')
     throw errors.invalid('openPostgresStore: onWarning must be a function');
   if (o.beforeStatement !== undefined && typeof o.beforeStatement !== 'function')

@@ -3,12 +3,14 @@
 // with an untyped error, and never a silently shortened history.
 import { crc32 } from 'node:zlib';
 import {
+  dataJsonOf,
   errors,
   type JsonValue,
   type PreparedEvent,
   type SessionEvent,
   type SessionMeta,
   type SessionSummary,
+  type TidemarkError,
 } from '@tidemark/core';
 
 /** A row of `sessions` as pg returns it (bigint columns arrive as strings). */
@@ -73,6 +75,16 @@ function decodeText(text: string, fail: () => never): string {
   }
   if (typeof value !== 'string') fail();
   return value;
+}
+
+/** The answer for events stored under an id whose `sessions` row is missing: damage, not absence. */
+export function sessionRowDamaged(id: string): TidemarkError {
+  return errors.corrupt(
+    `session ${id}: table sessions has no row id=${id}, but table events still holds its events, so the ` +
+      'sessions row is damaged. Run `tidemark verify` to locate the damage, then `tidemark repair`',
+    { table: 'sessions', row: `id=${id}` },
+    id,
+  );
 }
 
 function corruptSession(id: string, what: string): never {
@@ -251,16 +263,4 @@ export function decodeEventRows(
   const events: SessionEvent[] = new Array(rows.length);
   for (let i = 0; i < rows.length; i++) events[i] = decodeEventRow(sessionId, rows[i]!, firstSeq + i);
   return events;
-}
-
-/**
- * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made.
- * Falls back to stringifying when the serialization is not laid out as expected.
- */
-export function dataJsonOf(prepared: PreparedEvent): string {
-  const { seq, type, time, data } = prepared.event;
-  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
-  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
-    return prepared.json.slice(head.length, -1);
-  return JSON.stringify(data);
 }

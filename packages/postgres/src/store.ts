@@ -1,69 +1,49 @@
-// The PostgreSQL backend. Each public method checks CLOSED, validates, applies the reservation
-// rules and calls one storage function (storageHas, storageAppend, storageLoad, …) with the hook
-// signatures of the core layer's SessionStoreBase, so moving onto that base is mechanical.
+// The PostgreSQL backend: a SessionStoreBase whose hooks touch the server. The base owns the rules
+// (validation, CLOSED, per-session order in this instance, reservations); the hooks own the SQL.
 //
-// Appends are single writer without SERIALIZABLE: one autocommit statement per attempt, a
-// data-modifying CTE whose conditional UPDATE (… WHERE next_seq = $expected) or first INSERT
-// (ON CONFLICT DO NOTHING) gates the INSERT of the events, so the claim of the seqs and their
-// rows commit together or not at all. The loser re-reads and compares the stored events.
+// Appends are single writer without SERIALIZABLE (see append.ts): one autocommit statement per
+// attempt, gated by a conditional UPDATE of next_seq. The loser re-reads and compares the stored
+// events: the same batch is an idempotent success, another one CONFLICT.
 import { inspect } from 'node:util';
 import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
-  assertValidId,
-  type BoundaryPredicate,
-  boundaryPredicate,
-  type CreateInit,
   commitStateOf,
-  type DeleteOptions,
   deleteConflict,
   emptySummary,
-  encodeCursor,
   errors,
-  generateId,
   type ListProblem,
-  type ListQuery,
   type LoadedSession,
-  type LoadOptions,
   loadedSession,
   nextUpdatedAt,
   nowIso,
   type PreparedEvent,
+  pageFromRows,
   planAppend,
-  prepareBatch,
-  type ReadRange,
+  type RepairOptions,
+  type RepairReport,
+  type Reservation,
   type SessionEvent,
-  type SessionMeta,
+  type SessionHealth,
   type SessionPage,
-  type SessionStore,
+  SessionStoreBase,
   type SessionSummary,
   type SummaryPatch,
   summaryAfterAppend,
+  summaryAfterCut,
+  type TailPolicy,
   TidemarkError,
   type ValidListQuery,
-  validateCreate,
-  validateDeleteOptions,
-  validateListQuery,
-  validateLoadOptions,
-  validatePatch,
-  validateRange,
+  type VerifyReport,
 } from '@tidemark/core';
-import pg from 'pg';
-import { Connections, type Session } from './db.js';
+import { advance, type Head, insertFirst, readHead } from './append.js';
+import type { Connections, Session } from './db.js';
 import { isUniqueViolation, mapPgError } from './errors.js';
-import {
-  cutTail,
-  type PostgresRepairOptions,
-  type PostgresRepairReport,
-  type PostgresVerifyReport,
-  repairSession,
-  verifySessions,
-} from './maintenance.js';
-import { type PostgresStoreOptions, passwordOf, resolvePostgresOptions } from './options.js';
+import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
+import type { PostgresStoreOptions } from './options.js';
 import {
   decodeEventRows,
-  type EncodedEvent,
   type EventRow,
   encodeEvent,
   encodeText,
@@ -71,9 +51,10 @@ import {
   rowToSummary,
   SESSION_COLUMNS,
   type SessionRow,
+  sessionRowDamaged,
   summaryColumns,
 } from './rows.js';
-import { migrate, POSTGRES_SCHEMA_VERSION, type TableNames, tableNames } from './schema.js';
+import { POSTGRES_SCHEMA_VERSION, type TableNames, tableNames } from './schema.js';
 
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
@@ -81,166 +62,40 @@ export const READ_PAGE_SIZE = 1000;
 /** Attempts of one append against concurrent writers before it reports a retryable CONFLICT. */
 const APPEND_ATTEMPTS = 8;
 
-/** A session not yet materialized: created here, no batch stored yet. */
-interface Reservation {
-  meta: Omit<SessionMeta, 'formatVersion'>;
-  patch: SummaryPatch;
-}
-
-/** What an append needs of a stored session: its identity, next seq and the fields it rewrites. */
-interface Head {
-  createdAt: string;
-  summary: SessionSummary;
-}
-
-/** The answer for events stored under an id whose `sessions` row is missing: damage, not absence. */
-function sessionRowDamaged(id: string): TidemarkError {
-  return errors.corrupt(
-    `session ${id}: table sessions has no row id=${id}, but table events still holds its events, so the ` +
-      'sessions row is damaged. Run `tidemark verify` to locate the damage, then `tidemark repair`',
-    { table: 'sessions', row: `id=${id}` },
-    id,
-  );
-}
-
 /** A session store on PostgreSQL. Returned by {@link openPostgresStore}. */
-export class PostgresStore implements SessionStore {
+export class PostgresStore extends SessionStoreBase {
+  protected readonly formatVersion = POSTGRES_SCHEMA_VERSION;
   readonly #db: Connections;
   readonly #ownsPool: boolean;
   readonly #t: TableNames;
-  readonly #isBoundary: BoundaryPredicate;
-  readonly #limits: { maxEventBytes?: number; maxDepth?: number };
-  readonly #reservations = new Map<string, Reservation>();
   /** Last known head per session, so a steady writer appends in one round trip; checked by the UPDATE. */
   readonly #heads = new Map<string, Head>();
   readonly #schema: string;
-  #closed = false;
 
   /** @internal Use {@link openPostgresStore}. */
   constructor(db: Connections, ownsPool: boolean, schema: string, options: PostgresStoreOptions) {
+    super(options, 'openPostgresStore');
     this.#db = db;
     this.#ownsPool = ownsPool;
     this.#schema = schema;
     this.#t = tableNames(schema);
-    this.#isBoundary = boundaryPredicate(options.boundaryTypes);
-    this.#limits = {
-      ...(options.maxEventBytes !== undefined && { maxEventBytes: options.maxEventBytes }),
-      ...(options.maxDepth !== undefined && { maxDepth: options.maxDepth }),
-    };
   }
 
   /** Never shows the pool or its connection parameters. */
   [inspect.custom](): string {
-    return `PostgresStore { schema: ${JSON.stringify(this.#schema)}, closed: ${this.#closed} }`;
+    let closed = false;
+    try {
+      this.assertOpen();
+    } catch {
+      closed = true;
+    }
+    return `PostgresStore { schema: ${JSON.stringify(this.#schema)}, closed: ${closed} }`;
   }
 
   /** The schema this store's tables live in. */
   get schema(): string {
     return this.#schema;
   }
-
-  private assertOpen(): void {
-    if (this.#closed) throw errors.closed();
-  }
-
-  // ---- public methods: validation and reservation rules around the storage functions ----
-
-  async create(init?: CreateInit): Promise<SessionMeta> {
-    this.assertOpen();
-    const { meta, patch } = validateCreate(init, generateId);
-    if (this.#reservations.has(meta.id) || (await this.storageHas(meta.id)))
-      throw errors.alreadyExists(meta.id);
-    this.assertOpen();
-    if (this.#reservations.has(meta.id)) throw errors.alreadyExists(meta.id);
-    this.#reservations.set(meta.id, { meta, patch });
-    return { ...structuredClone(meta), formatVersion: POSTGRES_SCHEMA_VERSION };
-  }
-
-  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
-    this.assertOpen();
-    assertValidId(id);
-    const batch = prepareBatch(events, this.#limits, id);
-    const result = await this.storageAppend(id, batch, this.#reservations.get(id));
-    this.#reservations.delete(id);
-    return result;
-  }
-
-  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
-    this.assertOpen();
-    assertValidId(id);
-    return this.storageLoad(id, validateLoadOptions(options));
-  }
-
-  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
-    const self = this;
-    return {
-      async *[Symbol.asyncIterator]() {
-        self.assertOpen();
-        assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        for await (const event of self.storageRead(id, fromSeq, toSeq)) {
-          self.assertOpen();
-          yield event;
-        }
-      },
-    };
-  }
-
-  async list(query?: ListQuery): Promise<SessionPage> {
-    this.assertOpen();
-    return this.storageList(validateListQuery(query));
-  }
-
-  async has(id: string): Promise<boolean> {
-    this.assertOpen();
-    assertValidId(id);
-    return this.storageHas(id);
-  }
-
-  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
-    this.assertOpen();
-    assertValidId(id);
-    const valid = validatePatch(patch);
-    const stored = await this.storageUpdate(id, valid);
-    if (stored !== undefined) return stored;
-    const reservation = this.#reservations.get(id);
-    if (reservation === undefined) throw errors.notFound(id);
-    reservation.patch = { ...reservation.patch, ...valid };
-    return applyPatch(emptySummary(reservation.meta), reservation.patch, reservation.meta.createdAt);
-  }
-
-  async delete(id: string, options?: DeleteOptions): Promise<void> {
-    this.assertOpen();
-    assertValidId(id);
-    const ifUpdatedAt = validateDeleteOptions(options);
-    const outcome = await this.storageDelete(id, ifUpdatedAt);
-    const wasReserved = this.#reservations.delete(id);
-    if (outcome === 'absent' && !wasReserved) throw errors.notFound(id);
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#reservations.clear();
-    await this.storageClose();
-  }
-
-  /** Checks one session (`{ id }`) or every session: checksums, seq gaps, counts. Read-only. */
-  async verify(target?: { id?: string }): Promise<PostgresVerifyReport> {
-    this.assertOpen();
-    if (target?.id !== undefined) assertValidId(target.id);
-    return this.storageVerify(target?.id);
-  }
-
-  /** Cuts an interrupted tail and/or moves damaged events (and all after them) to quarantine. */
-  async repair(id: string, options?: PostgresRepairOptions): Promise<PostgresRepairReport> {
-    this.assertOpen();
-    assertValidId(id);
-    this.#heads.delete(id);
-    return this.storageRepair(id, options ?? {});
-  }
-
-  // ---- storage functions (the hooks of SessionStoreBase) ----
 
   /** True when stored; CORRUPT when only events are (a damaged sessions row); false when absent. */
   protected async storageHas(id: string): Promise<boolean> {
@@ -269,14 +124,14 @@ export class PostgresStore implements SessionStore {
     const context = this.#db.context(`appending to session ${id}`, id);
     try {
       for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
-        this.assertOpen();
+        this.assertOpen(); // a retry after close() must not reach an ended pool
         const cached = this.#heads.get(id);
-        const head = cached ?? (await this.readHead(id));
+        const head = cached ?? (await readHead(this.#db, this.#t, id));
         if (head === undefined) {
           if (reservation === undefined) throw errors.notFound(id);
           planAppend(id, 0, batch); // CONFLICT unless the batch starts at seq 0
           const summary = this.firstSummary(reservation, batch);
-          if (await this.insertFirst(id, reservation, summary, encoded, context)) {
+          if (await insertFirst(this.#db, this.#t, reservation, summary, encoded, context)) {
             this.#heads.set(id, { createdAt: reservation.meta.createdAt, summary });
             return { nextSeq: batch.length };
           }
@@ -305,10 +160,10 @@ export class PostgresStore implements SessionStore {
         const summary = summaryAfterAppend(
           head.summary,
           batch.map((item) => item.event),
-          this.#isBoundary,
+          this.settings.isBoundary,
           nextUpdatedAt(head.summary.updatedAt),
         );
-        if (await this.advance(id, head, summary, encoded, context)) {
+        if (await advance(this.#db, this.#t, id, head, summary, encoded, context)) {
           this.#heads.set(id, { createdAt: head.createdAt, summary });
           return { nextSeq: summary.eventCount };
         }
@@ -334,131 +189,9 @@ export class PostgresStore implements SessionStore {
     return summaryAfterAppend(
       applyPatch(emptySummary(reservation.meta), reservation.patch, now),
       batch.map((item) => item.event),
-      this.#isBoundary,
+      this.settings.isBoundary,
       now,
     );
-  }
-
-  /** The stored head of a session (summary, next seq), or undefined when absent (CORRUPT for orphans). */
-  private async readHead(id: string): Promise<Head | undefined> {
-    const t = this.#t;
-    const result = await this.#db.run(this.#db.context(`appending to session ${id}`, id), (s) =>
-      s.query<SessionRow & { max_seq: string | null }>(
-        'SELECT sessions',
-        `SELECT ${SESSION_COLUMNS}, (SELECT max(seq) FROM ${t.events} WHERE session_id = $1) AS max_seq
-         FROM (VALUES (1)) AS one LEFT JOIN ${t.sessions} ON id = $1`,
-        [id],
-      ),
-    );
-    const row = result.rows[0]!;
-    if (row.id === null) {
-      if (row.max_seq !== null) throw sessionRowDamaged(id);
-      return undefined;
-    }
-    const summary = rowToSummary(row);
-    const logEnd = row.max_seq === null ? 0 : Number(row.max_seq) + 1;
-    if (logEnd !== summary.eventCount) {
-      throw errors.corrupt(
-        `session ${id}: the summary counts ${summary.eventCount} events but the log ends at seq ${String(row.max_seq)}`,
-        { table: 'sessions', row: `id=${id}`, seq: Math.min(logEnd, summary.eventCount) },
-        id,
-      );
-    }
-    return { createdAt: row.created_at, summary };
-  }
-
-  private eventArrays(encoded: readonly EncodedEvent[]): unknown[] {
-    return [
-      encoded.map((e) => e.seq),
-      encoded.map((e) => e.type),
-      encoded.map((e) => e.time),
-      encoded.map((e) => e.data),
-      encoded.map((e) => e.checksum),
-    ];
-  }
-
-  /** The first batch: session row and events in one statement; false when the row existed. */
-  private async insertFirst(
-    id: string,
-    reservation: Reservation,
-    summary: SessionSummary,
-    encoded: readonly EncodedEvent[],
-    context: ReturnType<Connections['context']>,
-  ): Promise<boolean> {
-    const t = this.#t;
-    const { meta } = reservation;
-    const c = summaryColumns(summary);
-    const result = await this.#db.run(context, (s) =>
-      s.query(
-        'INSERT sessions+events',
-        `WITH head AS (
-           INSERT INTO ${t.sessions} (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq,
-             next_seq, committed_seq, interrupted, title, first_prompt, tags, attrs)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-           ON CONFLICT (id) DO NOTHING RETURNING id)
-         INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
-         SELECT $1, u.seq, u.type, u.time, u.data, u.checksum
-         FROM unnest($15::bigint[], $16::text[], $17::text[], $18::text[], $19::integer[])
-           AS u(seq, type, time, data, checksum)
-         WHERE EXISTS (SELECT 1 FROM head)`,
-        [
-          id,
-          POSTGRES_SCHEMA_VERSION,
-          meta.createdAt,
-          c.updated_at,
-          encodeText(meta.cwd),
-          meta.parent?.id ?? null,
-          meta.parent?.seq ?? null,
-          c.next_seq,
-          c.committed_seq,
-          c.interrupted,
-          c.title,
-          c.first_prompt,
-          c.tags,
-          c.attrs,
-          ...this.eventArrays(encoded),
-        ],
-      ),
-    );
-    return result.rowCount === encoded.length;
-  }
-
-  /** A later batch: advance next_seq from the head's value and insert, in one statement. */
-  private async advance(
-    id: string,
-    head: Head,
-    summary: SessionSummary,
-    encoded: readonly EncodedEvent[],
-    context: ReturnType<Connections['context']>,
-  ): Promise<boolean> {
-    const t = this.#t;
-    const result = await this.#db.run(context, (s) =>
-      s.query(
-        'UPDATE sessions+INSERT events',
-        `WITH head AS (
-           UPDATE ${t.sessions} SET next_seq = $2, updated_at = $3, committed_seq = $4, interrupted = $5,
-             first_prompt = $6
-           WHERE id = $1 AND next_seq = $7 AND updated_at = $8 AND created_at = $9 RETURNING id)
-         INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
-         SELECT $1, u.seq, u.type, u.time, u.data, u.checksum
-         FROM unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $14::integer[])
-           AS u(seq, type, time, data, checksum)
-         WHERE EXISTS (SELECT 1 FROM head)`,
-        [
-          id,
-          summary.eventCount,
-          summary.updatedAt,
-          summary.committedSeq,
-          summary.interrupted,
-          encodeText(summary.firstPrompt),
-          head.summary.eventCount,
-          head.summary.updatedAt,
-          head.createdAt,
-          ...this.eventArrays(encoded),
-        ],
-      ),
-    );
-    return result.rowCount === encoded.length;
   }
 
   private async readRange(
@@ -500,7 +233,7 @@ export class PostgresStore implements SessionStore {
   }
 
   /** Every event with the commit state, in one snapshot; `cut` quarantines an interrupted tail. */
-  protected async storageLoad(id: string, tail: 'keep' | 'cut'): Promise<LoadedSession> {
+  protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
     const context = this.#db.context(`loading session ${id}`, id);
     if (tail === 'cut') this.#heads.delete(id);
     return this.#db.transaction(
@@ -521,17 +254,12 @@ export class PostgresStore implements SessionStore {
             id,
           );
         }
-        let state = commitStateOf(events, this.#isBoundary);
+        let state = commitStateOf(events, this.settings.isBoundary);
         if (tail !== 'cut' || !state.interrupted) return loadedSession(meta, summary, events, state);
         const cut = await cutTail(s, this.#t, this.#schema, id, state.committedSeq, nowIso());
         events = events.slice(0, state.committedSeq + 1);
-        state = commitStateOf(events, this.#isBoundary);
-        summary = {
-          ...summary,
-          eventCount: events.length,
-          committedSeq: state.committedSeq,
-          interrupted: false,
-        };
+        state = commitStateOf(events, this.settings.isBoundary);
+        summary = summaryAfterCut(summary, { ...state, eventCount: events.length });
         await this.writeSummary(s, id, summary);
         return loadedSession(meta, summary, events, state, cut);
       },
@@ -620,23 +348,25 @@ export class PostgresStore implements SessionStore {
     const result = await this.#db.run(this.#db.context('listing sessions'), (s) =>
       s.query<SessionRow>('SELECT sessions', text, values),
     );
-    const sessions: SessionSummary[] = [];
     const problems: ListProblem[] = [];
-    for (const row of result.rows.slice(0, q.limit)) {
+    // A damaged row keeps its place in the keyset (the cursor may have to follow it) as a
+    // placeholder, which is reported as a problem and taken off the page.
+    const placeholders = new Set<SessionSummary>();
+    const rows = result.rows.map((row, index) => {
       try {
-        sessions.push(rowToSummary(row));
+        return rowToSummary(row);
       } catch (error) {
-        problems.push({
-          id: String(row.id),
-          error: mapPgError(error, this.#db.context('listing sessions', row.id)),
-        });
+        const id = String(row.id);
+        // The row past the limit only says that more follow: its problem belongs to the next page.
+        if (index < q.limit)
+          problems.push({ id, error: mapPgError(error, this.#db.context('listing sessions', id)) });
+        const placeholder = { ...emptySummary({ id, createdAt: '' }), updatedAt: String(row.updated_at) };
+        placeholders.add(placeholder);
+        return placeholder;
       }
-    }
-    const page: SessionPage = { sessions, problems };
-    if (result.rows.length > q.limit) {
-      const last = result.rows[q.limit - 1]!;
-      page.nextCursor = encodeCursor({ updatedAt: String(last.updated_at), id: String(last.id) });
-    }
+    });
+    const page = pageFromRows(rows, q.limit, problems);
+    if (placeholders.size > 0) page.sessions = page.sessions.filter((s) => !placeholders.has(s));
     return page;
   }
 
@@ -684,12 +414,18 @@ export class PostgresStore implements SessionStore {
     }
   }
 
-  protected async storageVerify(id: string | undefined): Promise<PostgresVerifyReport> {
-    return verifySessions(this.#db, this.#t, id, this.#isBoundary);
+  protected async storageVerify(id: string): Promise<SessionHealth> {
+    return verifySession(this.#db, this.#t, id, this.settings.isBoundary);
   }
 
-  protected async storageRepair(id: string, options: PostgresRepairOptions): Promise<PostgresRepairReport> {
-    return repairSession(this.#db, this.#t, this.#schema, id, options, this.#isBoundary);
+  /** Every session, and every id that only has events left (which `list` cannot show). */
+  protected override async storageVerifyAll(): Promise<VerifyReport> {
+    return verifyAll(this.#db, this.#t, this.settings.isBoundary);
+  }
+
+  protected async storageRepair(id: string, options: Required<RepairOptions>): Promise<RepairReport> {
+    this.#heads.delete(id);
+    return repairSession(this.#db, this.#t, this.#schema, id, options, this.settings.isBoundary);
   }
 }
 
@@ -717,52 +453,4 @@ export function listQuery(t: TableNames, q: ValidListQuery): { text: string; val
     text: `SELECT ${SESSION_COLUMNS} FROM ${t.sessions} ${filter} ORDER BY updated_at DESC, id ASC LIMIT $${values.length}`,
     values,
   };
-}
-
-/**
- * Opens a PostgreSQL session store: creates or migrates `schema` (default `tidemark`), sets
- * `synchronous_commit = on`, the timeouts on every connection, and warns through `onWarning` when
- * the server runs with `fsync = off`. Rejects with IO when the server cannot be reached (retryable
- * for connection faults), UNSUPPORTED_FORMAT for a newer or foreign schema.
- */
-export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
-  const resolved = resolvePostgresOptions(options);
-  const ownsPool = options.pool === undefined;
-  const secrets = passwordOf(options.connectionString, options.pool);
-  const pool =
-    options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: resolved.poolSize });
-  const onPoolError = (error: Error) => {
-    resolved.warn(
-      `tidemark postgres: idle connection error: ${mapPgError(error, { what: 'pool', secrets }).message}`,
-    );
-  };
-  pool.on('error', onPoolError);
-  const db = new Connections(
-    pool,
-    {
-      statementTimeoutMs: resolved.statementTimeoutMs,
-      lockTimeoutMs: resolved.lockTimeoutMs,
-      idleInTransactionTimeoutMs: resolved.idleInTransactionTimeoutMs,
-    },
-    secrets,
-    options.beforeStatement,
-    resolved.warn,
-  );
-  try {
-    const fsync = await db.run(db.context('opening the store'), (s) =>
-      s.query<{ fsync: string }>('SELECT sessions', 'SHOW fsync'),
-    );
-    if (fsync.rows[0]?.fsync !== 'on') {
-      resolved.warn(
-        'tidemark postgres: WARNING: the server runs with fsync = off. Commits are NOT durable: a crash of ' +
-          'the server or its machine can lose acknowledged appends or corrupt the database. Turn fsync on.',
-      );
-    }
-    await migrate(db, resolved.schema);
-  } catch (error) {
-    if (ownsPool) await pool.end().catch(() => undefined);
-    else pool.off('error', onPoolError);
-    throw error;
-  }
-  return new PostgresStore(db, ownsPool, resolved.schema, options);
 }

@@ -1,4 +1,4 @@
-import { isTidemarkError, type SessionEvent } from '@tidemark/core';
+import { isTidemarkError, listAll, type SessionEvent } from '@tidemark/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../src/index.js';
 import { adminPool, dropSchemas, endAdmin, PG_URL, schemaName, serverAvailable } from './server.js';
@@ -64,5 +64,33 @@ describe.skipIf(!available)('verify and repair', () => {
     }
     expect((await store.verify()).sessions.find((s) => s.sessionId === meta.id)?.status).toBe('corrupt');
     await store.close();
+  });
+
+  // Guards list paging around a damaged sessions row: it is a problem, and the cursor still moves past it.
+  it('a damaged sessions row is a list problem on its page, and paging continues past it', async () => {
+    const own = schemaName('maintlist');
+    const store = await openPostgresStore({ connectionString: PG_URL, schema: own });
+    try {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const meta = await store.create({});
+        await store.append(meta.id, events(2));
+        ids.push(meta.id);
+      }
+      const first = await store.list({ limit: 2 });
+      const damaged = first.sessions[1]!.id;
+      await adminPool().query(`UPDATE "${own}".sessions SET tags = 'not json' WHERE id = $1`, [damaged]);
+      const page = await store.list({ limit: 2 });
+      expect(page.sessions.map((s) => s.id)).toEqual([first.sessions[0]!.id]);
+      expect(page.problems.map((p) => [p.id, p.error.code])).toEqual([[damaged, 'CORRUPT']]);
+      expect(page.nextCursor).toBeDefined();
+      const seen: string[] = [];
+      for await (const entry of listAll(store, { pageSize: 2 }))
+        seen.push('summary' in entry ? entry.summary.id : entry.problem.id);
+      expect(seen.sort()).toEqual([...ids].sort());
+    } finally {
+      await store.close();
+      await dropSchemas([own]);
+    }
   });
 });
