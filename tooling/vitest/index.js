@@ -3,13 +3,19 @@
 import { defineConfig, mergeConfig } from 'vitest/config';
 
 const conditions = ['@tidemark/source', 'import', 'module', 'node', 'default'];
+// Vitest hands ssr.resolve.conditions to Node as --conditions for externalized dependencies, where
+// they apply to require() too: 'import' (or 'module') there makes a CommonJS package such as pg load
+// the ESM build of what it requires (pg-pool: a namespace, not the Pool class). Vite adds import or
+// require by how a module is imported, and 'default' always matches, so the server side names only
+// the workspace source condition and Node's own.
+const serverConditions = ['@tidemark/source', 'node'];
 
 /** @param {import('vitest/config').UserConfig} [overrides] */
 export function tidemarkVitest(overrides = {}) {
   return mergeConfig(
     defineConfig({
       resolve: { conditions },
-      ssr: { resolve: { conditions } },
+      ssr: { resolve: { conditions: serverConditions } },
       test: {
         include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
         environment: 'node',
