@@ -1,11 +1,18 @@
-// PostgreSQL suite against raw pg baselines in the same run (issue 11 targets in brackets).
-// Run: pnpm --filter @tidemark/postgres bench   (TIDEMARK_PG_URL overrides the server).
+// PostgreSQL suite against raw pg baselines in the same run (issue 11 targets in the last column).
+// Run: pnpm --filter @tidemark/postgres bench   (TIDEMARK_PG_URL overrides the server,
+// TIDEMARK_BENCH_ROUNDS the number of rounds, default 7).
+//
+// The machine is shared, so every case runs in interleaved rounds: in each round our side and the
+// raw side run back to back (their order alternating), after a warm-up round that is not counted.
+// A case's ratio is the median of its per-round ratios: each round's pair saw the same load.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { openPostgresStore } from '../dist/index.js';
 
 const url = process.env.TIDEMARK_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const schema = `bench_${randomBytes(4).toString('hex')}`;
+const ROUNDS = Number(process.env.TIDEMARK_BENCH_ROUNDS ?? 7);
+const tag = randomBytes(4).toString('hex');
+const schemas = { main: `bench_${tag}`, small: `bench_${tag}_1k`, large: `bench_${tag}_100k` };
 const admin = new pg.Pool({ connectionString: url, max: 8 });
 const time = () => new Date().toISOString();
 const ev = (seq, n = 1) =>
@@ -16,89 +23,158 @@ const ev = (seq, n = 1) =>
     data: { text: 'x'.repeat(100), i },
   }));
 
-async function timed(n, fn) {
+/** Milliseconds `fn` takes. */
+async function elapsed(fn) {
   const start = process.hrtime.bigint();
-  for (let i = 0; i < n; i++) await fn(i);
-  return Number(process.hrtime.bigint() - start) / 1e6 / n;
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
 }
 
-const results = [];
-const report = (name, ours, raw, limit, higherIsBetter = false) => {
-  const ratio = ours / raw;
-  results.push({
-    name,
-    ours: ours.toFixed(3),
-    raw: raw.toFixed(3),
-    ratio: ratio.toFixed(2),
-    target: `${higherIsBetter ? '>=' : '<='} ${limit}`,
-  });
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
+/**
+ * A case: `ours()` and `raw()` each run one round's work and resolve to its measure (ms per
+ * operation, or operations per second when `higherIsBetter`).
+ */
+function benchCase(name, limit, ours, raw, higherIsBetter = false) {
+  return { name, limit, ours, raw, higherIsBetter, samples: { ours: [], raw: [], ratio: [] } };
+}
+
+async function runRounds(cases) {
+  for (let round = 0; round <= ROUNDS; round++) {
+    for (const c of cases) {
+      const oursFirst = round % 2 === 0;
+      const first = await (oursFirst ? c.ours() : c.raw());
+      const second = await (oursFirst ? c.raw() : c.ours());
+      if (round === 0) continue; // warm-up: plan caches, pool connections, JIT
+      const [o, r] = oursFirst ? [first, second] : [second, first];
+      c.samples.ours.push(o);
+      c.samples.raw.push(r);
+      c.samples.ratio.push(o / r);
+    }
+  }
+}
+
+function table(cases) {
+  return cases.map((c) => {
+    const ratio = median(c.samples.ratio);
+    const ok = c.higherIsBetter ? ratio >= c.limit : ratio <= c.limit;
+    return {
+      case: c.name,
+      ours: median(c.samples.ours).toFixed(3),
+      raw: median(c.samples.raw).toFixed(3),
+      ratio: ratio.toFixed(2),
+      'ratio min-max': `${Math.min(...c.samples.ratio).toFixed(2)}-${Math.max(...c.samples.ratio).toFixed(2)}`,
+      target: `${c.higherIsBetter ? '>=' : '<='} ${c.limit}`,
+      met: ok ? 'yes' : 'NO',
+    };
+  });
+}
+
+/** Sessions rows straight into `schema`, ids fill<from>..fill<to>, one second apart. */
+const fill = (schema, from, to) =>
+  admin.query(
+    `INSERT INTO "${schema}".sessions (id, format_version, created_at, updated_at, next_seq, committed_seq, interrupted)
+     SELECT 'fill' || g, 1, '2026-01-01T00:00:00.000Z', to_char(timestamp '2026-01-01' + g * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 0, -1, false
+     FROM generate_series($1::int, $2::int) g`,
+    [from, to],
+  );
+
+const stores = [];
 try {
-  const store = await openPostgresStore({ connectionString: url, schema, poolSize: 8 });
+  const open = async (schema) => {
+    const store = await openPostgresStore({ connectionString: url, schema, poolSize: 8 });
+    stores.push(store);
+    return store;
+  };
+  const store = await open(schemas.main);
+  const main = schemas.main;
   await admin.query(
-    `CREATE TABLE "${schema}".raw (session_id text COLLATE "C", seq bigint, type text, time text, data text, checksum integer, PRIMARY KEY (session_id, seq))`,
+    `CREATE TABLE "${main}".raw (session_id text COLLATE "C", seq bigint, type text, time text, data text, checksum integer, PRIMARY KEY (session_id, seq))`,
   );
   const raw = await admin.connect();
-  const N = 300;
-  // Warm-up: JIT, pool connections and plan caches, so the first measured case is not penalised.
-  const warm = await store.create({});
-  for (let s = 0; s < 200; s++) await store.append(warm.id, ev(s));
-  for (let s = 0; s < 200; s++)
-    await raw.query(`INSERT INTO "${schema}".raw VALUES ('warm', $1, 'step', $2, '{}', 0)`, [s, time()]);
-  // 1-event and 10-event appends vs raw autocommit INSERTs of the same rows.
+  const cases = [];
+
+  // 1-event and 10-event appends vs raw autocommit INSERTs of the same rows on one connection.
+  const APPENDS = 100;
   for (const size of [1, 10]) {
     const meta = await store.create({});
     let seq = 0;
-    await store.append(meta.id, ev(seq++, 1));
-    const ours = await timed(N, async () => {
-      await store.append(meta.id, ev(seq, size));
-      seq += size;
-    });
     let rseq = 0;
-    const id = `raw${size}`;
-    const base = await timed(N, async () => {
-      const rows = ev(rseq, size);
-      rseq += size;
-      await raw.query(
-        `INSERT INTO "${schema}".raw SELECT $1, u.s, u.t, u.tm, u.d, 0 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(s, t, tm, d)`,
-        [
-          id,
-          rows.map((r) => r.seq),
-          rows.map((r) => r.type),
-          rows.map((r) => r.time),
-          rows.map((r) => JSON.stringify(r.data)),
-        ],
-      );
-    });
-    report(`${size}-event append (ms)`, ours, base, size === 1 ? 1.6 : 1.7);
+    const rawId = `raw${size}`;
+    cases.push(
+      benchCase(
+        `${size}-event append (ms)`,
+        size === 1 ? 1.6 : 1.7,
+        async () =>
+          (await elapsed(async () => {
+            for (let i = 0; i < APPENDS; i++) {
+              await store.append(meta.id, ev(seq, size));
+              seq += size;
+            }
+          })) / APPENDS,
+        async () =>
+          (await elapsed(async () => {
+            for (let i = 0; i < APPENDS; i++) {
+              const rows = ev(rseq, size);
+              rseq += size;
+              await raw.query(
+                `INSERT INTO "${main}".raw SELECT $1, u.s, u.t, u.tm, u.d, 0 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) AS u(s, t, tm, d)`,
+                [
+                  rawId,
+                  rows.map((r) => r.seq),
+                  rows.map((r) => r.type),
+                  rows.map((r) => r.time),
+                  rows.map((r) => JSON.stringify(r.data)),
+                ],
+              );
+            }
+          })) / APPENDS,
+      ),
+    );
   }
-  // Load of 10,000 events vs a raw SELECT of them.
+
+  // Load of 10,000 events vs a raw SELECT of the same rows.
   const big = await store.create({});
   for (let s = 0; s < 10_000; s += 500) await store.append(big.id, ev(s, 500));
-  const loadOurs = await timed(10, () => store.load(big.id));
-  const loadRaw = await timed(10, () =>
-    raw.query(
-      `SELECT seq, type, time, data, checksum FROM "${schema}".events WHERE session_id = $1 ORDER BY seq`,
-      [big.id],
+  const LOADS = 3;
+  cases.push(
+    benchCase(
+      'load 10,000 events (ms)',
+      1.5,
+      async () =>
+        (await elapsed(async () => {
+          for (let i = 0; i < LOADS; i++) await store.load(big.id);
+        })) / LOADS,
+      async () =>
+        (await elapsed(async () => {
+          for (let i = 0; i < LOADS; i++)
+            await raw.query(
+              `SELECT seq, type, time, data, checksum FROM "${main}".events WHERE session_id = $1 ORDER BY seq`,
+              [big.id],
+            );
+        })) / LOADS,
     ),
   );
-  report('load 10,000 events (ms)', loadOurs, loadRaw, 1.5);
-  // First list page at 1,000 vs 100,000 sessions.
-  const fill = (from, to) =>
-    admin.query(
-      `INSERT INTO "${schema}".sessions (id, format_version, created_at, updated_at, next_seq, committed_seq, interrupted)
-    SELECT 'fill' || g, 1, '2026-01-01T00:00:00.000Z', to_char(timestamp '2026-01-01' + g * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 0, -1, false
-    FROM generate_series($1::int, $2::int) g`,
-      [from, to],
-    );
-  await fill(1, 1000);
-  await admin.query(`ANALYZE "${schema}".sessions`);
-  const small = await timed(50, () => store.list({ limit: 100 }));
-  await fill(1001, 100_000);
-  await admin.query(`ANALYZE "${schema}".sessions`);
-  const large = await timed(50, () => store.list({ limit: 100 }));
-  report('first list page, 100,000 vs 1,000 sessions (ms)', large, small, 1.5);
+
+  // First list page at 100,000 sessions vs at 1,000: two stores, measured in the same rounds.
+  const small = await open(schemas.small);
+  const large = await open(schemas.large);
+  await fill(schemas.small, 1, 1000);
+  await fill(schemas.large, 1, 100_000);
+  await admin.query(`ANALYZE "${schemas.small}".sessions`);
+  await admin.query(`ANALYZE "${schemas.large}".sessions`);
+  const PAGES = 20;
+  const pages = (s) => async () =>
+    (await elapsed(async () => {
+      for (let i = 0; i < PAGES; i++) await s.list({ limit: 100 });
+    })) / PAGES;
+  cases.push(benchCase('first list page, 100,000 vs 1,000 sessions (ms)', 1.5, pages(large), pages(small)));
+
   // 64 sessions appending at once through a pool of 8 vs raw pooled INSERTs (appends per second).
   const ids = [];
   for (let i = 0; i < 64; i++) {
@@ -106,32 +182,57 @@ try {
     await store.append(m.id, ev(0));
     ids.push(m.id);
   }
-  const rounds = 10;
-  let start = Date.now();
-  await Promise.all(
-    ids.map(async (id) => {
-      for (let r = 1; r <= rounds; r++) await store.append(id, ev(r));
-    }),
+  const next = new Map(ids.map((id) => [id, 1]));
+  let rawSeq = 0;
+  const BURST = 5;
+  cases.push(
+    benchCase(
+      '64 sessions, pool of 8 (appends/s)',
+      0.8,
+      async () => {
+        const ms = await elapsed(() =>
+          Promise.all(
+            ids.map(async (id) => {
+              for (let r = 0; r < BURST; r++) {
+                const seq = next.get(id);
+                await store.append(id, ev(seq));
+                next.set(id, seq + 1);
+              }
+            }),
+          ),
+        );
+        return (64 * BURST) / (ms / 1000);
+      },
+      async () => {
+        const base = rawSeq;
+        rawSeq += BURST;
+        const ms = await elapsed(() =>
+          Promise.all(
+            ids.map(async (_id, k) => {
+              for (let r = 0; r < BURST; r++)
+                await admin.query(`INSERT INTO "${main}".raw VALUES ($1, $2, 'step', $3, $4, 0)`, [
+                  `pool${k}`,
+                  base + r,
+                  time(),
+                  '{"i":1}',
+                ]);
+            }),
+          ),
+        );
+        return (64 * BURST) / (ms / 1000);
+      },
+      true,
+    ),
   );
-  const oursRate = (64 * rounds) / ((Date.now() - start) / 1000);
-  start = Date.now();
-  await Promise.all(
-    ids.map(async (_id, k) => {
-      for (let r = 1; r <= rounds; r++)
-        await admin.query(`INSERT INTO "${schema}".raw VALUES ($1, $2, 'step', $3, $4, 0)`, [
-          `pool${k}`,
-          r,
-          time(),
-          '{"i":1}',
-        ]);
-    }),
-  );
-  const rawRate = (64 * rounds) / ((Date.now() - start) / 1000);
-  report('64 sessions, pool of 8 (appends/s)', oursRate, rawRate, 0.8, true);
+
+  await runRounds(cases);
   raw.release();
-  await store.close();
+  console.log(
+    `PostgreSQL bench: ${ROUNDS} rounds after a warm-up; medians; ratio = median of per-round ratios`,
+  );
+  console.table(table(cases));
 } finally {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  for (const store of stores) await store.close().catch(() => undefined);
+  for (const schema of Object.values(schemas)) await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   await admin.end();
 }
-console.table(results);
