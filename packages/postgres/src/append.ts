@@ -8,12 +8,12 @@ import {
   type EncodedEvent,
   encodeText,
   rowToSummary,
-  SESSION_COLUMNS,
   type SessionRow,
   sessionRowDamaged,
   summaryColumns,
 } from './rows.js';
-import { POSTGRES_SCHEMA_VERSION, type TableNames } from './schema.js';
+import { POSTGRES_SCHEMA_VERSION } from './schema.js';
+import type { Statements } from './statements.js';
 
 /** What an append needs of a stored session: its identity, next seq and the fields it rewrites. */
 export interface Head {
@@ -22,14 +22,10 @@ export interface Head {
 }
 
 /** The stored head of a session (summary, next seq), or undefined when absent (CORRUPT for orphans). */
-export async function readHead(db: Connections, t: TableNames, id: string): Promise<Head | undefined> {
+export async function readHead(db: Connections, sql: Statements, id: string): Promise<Head | undefined> {
+  const { text, name } = sql.readHead;
   const result = await db.run(db.context(`appending to session ${id}`, id), (s) =>
-    s.query<SessionRow & { max_seq: string | null }>(
-      'SELECT sessions',
-      `SELECT ${SESSION_COLUMNS}, (SELECT max(seq) FROM ${t.events} WHERE session_id = $1) AS max_seq
-       FROM (VALUES (1)) AS one LEFT JOIN ${t.sessions} ON id = $1`,
-      [id],
-    ),
+    s.query<SessionRow & { max_seq: string | null }>('SELECT sessions', text, [id], name),
   );
   const row = result.rows[0]!;
   if (row.id === null) {
@@ -48,7 +44,12 @@ export async function readHead(db: Connections, t: TableNames, id: string): Prom
   return { createdAt: row.created_at, summary };
 }
 
-function eventArrays(encoded: readonly EncodedEvent[]): unknown[] {
+/** The events' columns as parameters: one array per column, or scalars for a single event. */
+function eventParameters(encoded: readonly EncodedEvent[], scalar: boolean): unknown[] {
+  if (scalar) {
+    const [e] = encoded as [EncodedEvent];
+    return [e.seq, e.type, e.time, e.data, e.checksum];
+  }
   return [
     encoded.map((e) => e.seq),
     encoded.map((e) => e.type),
@@ -61,7 +62,7 @@ function eventArrays(encoded: readonly EncodedEvent[]): unknown[] {
 /** The first batch: session row and events in one statement; false when the row existed. */
 export async function insertFirst(
   db: Connections,
-  t: TableNames,
+  sql: Statements,
   reservation: Reservation,
   summary: SessionSummary,
   encoded: readonly EncodedEvent[],
@@ -69,19 +70,11 @@ export async function insertFirst(
 ): Promise<boolean> {
   const { meta } = reservation;
   const c = summaryColumns(summary);
+  const { text, name } = sql.insertFirst;
   const result = await db.run(context, (s) =>
     s.query(
       'INSERT sessions+events',
-      `WITH head AS (
-         INSERT INTO ${t.sessions} (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq,
-           next_seq, committed_seq, interrupted, title, first_prompt, tags, attrs)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-         ON CONFLICT (id) DO NOTHING RETURNING id)
-       INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
-       SELECT $1, u.seq, u.type, u.time, u.data, u.checksum
-       FROM unnest($15::bigint[], $16::text[], $17::text[], $18::text[], $19::integer[])
-         AS u(seq, type, time, data, checksum)
-       WHERE EXISTS (SELECT 1 FROM head)`,
+      text,
       [
         meta.id,
         POSTGRES_SCHEMA_VERSION,
@@ -97,8 +90,9 @@ export async function insertFirst(
         c.first_prompt,
         c.tags,
         c.attrs,
-        ...eventArrays(encoded),
+        ...eventParameters(encoded, false),
       ],
+      name,
     ),
   );
   return result.rowCount === encoded.length;
@@ -107,25 +101,18 @@ export async function insertFirst(
 /** A later batch: advance next_seq from the head's value and insert, in one statement. */
 export async function advance(
   db: Connections,
-  t: TableNames,
+  sql: Statements,
   id: string,
   head: Head,
   summary: SessionSummary,
   encoded: readonly EncodedEvent[],
   context: PgErrorContext,
 ): Promise<boolean> {
+  const { text, name } = encoded.length === 1 ? sql.advanceOne : sql.advance;
   const result = await db.run(context, (s) =>
     s.query(
       'UPDATE sessions+INSERT events',
-      `WITH head AS (
-         UPDATE ${t.sessions} SET next_seq = $2, updated_at = $3, committed_seq = $4, interrupted = $5,
-           first_prompt = $6
-         WHERE id = $1 AND next_seq = $7 AND updated_at = $8 AND created_at = $9 RETURNING id)
-       INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
-       SELECT $1, u.seq, u.type, u.time, u.data, u.checksum
-       FROM unnest($10::bigint[], $11::text[], $12::text[], $13::text[], $14::integer[])
-         AS u(seq, type, time, data, checksum)
-       WHERE EXISTS (SELECT 1 FROM head)`,
+      text,
       [
         id,
         summary.eventCount,
@@ -136,8 +123,9 @@ export async function advance(
         head.summary.eventCount,
         head.summary.updatedAt,
         head.createdAt,
-        ...eventArrays(encoded),
+        ...eventParameters(encoded, encoded.length === 1),
       ],
+      name,
     ),
   );
   return result.rowCount === encoded.length;

@@ -2,7 +2,7 @@
 // destroying a client that saw a connection fault or timeout, checked COMMITs, bounded retries of
 // 40001/40P01, and a step hook for fault injection.
 import { TidemarkError } from '@tidemark/core';
-import type pg from 'pg';
+import pg from 'pg';
 import { isConnectionFault, isTransientConflict, mapPgError, type PgErrorContext } from './errors.js';
 
 /** Names of the statements the store runs, passed to {@link Connections.beforeStatement}. */
@@ -46,13 +46,45 @@ interface CallState {
 
 /** A checked-out client plus the statement runner that maps and tracks faults. */
 export interface Session {
-  /** Runs one statement; `step` names it for the hook. */
+  /**
+   * Runs one statement; `step` names it for the hook. With `name`, the statement is prepared once
+   * per connection under that name and later only bound and executed (no parse, cached plan).
+   */
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(
     step: PostgresStep,
     text: string,
     values?: unknown[],
+    name?: string,
   ): Promise<pg.QueryResult<R>>;
+  /**
+   * Runs one statement and returns its rows as arrays of the columns' text (NULL as null): no
+   * object per row and no type parsing, for the hot reads that check and decode rows themselves.
+   */
+  rows(step: PostgresStep, text: string, values?: unknown[], name?: string): Promise<TextRow[]>;
+  /**
+   * Like {@link Session.rows}, but hands each row to `onRow` as it arrives, so decoding overlaps
+   * the transfer of the rest. The first error `onRow` throws rejects once the result has ended
+   * (the connection stays usable); later rows are then skipped.
+   */
+  eachRow(
+    step: PostgresStep,
+    statement: NamedText,
+    values: unknown[],
+    onRow: (row: TextRow) => void,
+  ): Promise<void>;
 }
+
+/** A statement prepared once per connection under `name`. */
+export interface NamedText {
+  text: string;
+  name: string;
+}
+
+/** A row as {@link Session.rows} returns it: each column's text, or null. */
+export type TextRow = (string | null)[];
+
+/** Leaves every column as the server sent it: the rows are checked and decoded by the store. */
+const TEXT_TYPES = { getTypeParser: () => (text: string) => text };
 
 /** The pool plus the rules every statement follows. */
 export class Connections {
@@ -110,19 +142,45 @@ export class Connections {
 
   private session(client: pg.PoolClient, sessionId: string | undefined, state: CallState): Session {
     const hook = this.hook;
+    const run = async <T>(step: PostgresStep, send: () => Promise<T>): Promise<T> => {
+      state.failedStep = step;
+      try {
+        if (hook !== undefined) await hook(step, sessionId);
+        const result = await send();
+        state.failedStep = undefined;
+        return result;
+      } catch (error) {
+        if (isConnectionFault(error)) state.faults.push(error);
+        throw error;
+      }
+    };
     return {
-      async query<R extends pg.QueryResultRow>(step: PostgresStep, text: string, values?: unknown[]) {
-        state.failedStep = step;
-        try {
-          if (hook !== undefined) await hook(step, sessionId);
-          const result = await client.query<R>(text, values);
-          state.failedStep = undefined;
-          return result;
-        } catch (error) {
-          if (isConnectionFault(error)) state.faults.push(error);
-          throw error;
-        }
-      },
+      query: <R extends pg.QueryResultRow>(
+        step: PostgresStep,
+        text: string,
+        values?: unknown[],
+        name?: string,
+      ) =>
+        run(step, () =>
+          name === undefined
+            ? client.query<R>(text, values)
+            : client.query<R>({ name, text, values: values ?? [] }),
+        ),
+      rows: (step, text, values, name) =>
+        run(step, async () => {
+          const config: pg.QueryArrayConfig = {
+            text,
+            values: values ?? [],
+            rowMode: 'array',
+            types: TEXT_TYPES,
+          };
+          if (name !== undefined) config.name = name;
+          return (await client.query(config)).rows as TextRow[];
+        }),
+      eachRow: (step, { text, name }, values, onRow) =>
+        run(step, () =>
+          streamRows(client, { text, name, values, rowMode: 'array', types: TEXT_TYPES }, onRow),
+        ),
     };
   }
 
@@ -206,6 +264,29 @@ export class Connections {
       client.release();
     }
   }
+}
+
+function streamRows(
+  client: pg.PoolClient,
+  config: pg.QueryArrayConfig,
+  onRow: (row: TextRow) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    // With a 'row' listener and no callback, pg hands rows over without collecting them.
+    const query = new pg.Query(config);
+    let failure: { error: unknown } | undefined;
+    query.on('row', (row: TextRow) => {
+      if (failure !== undefined) return;
+      try {
+        onRow(row);
+      } catch (error) {
+        failure = { error };
+      }
+    });
+    query.on('error', reject);
+    query.on('end', () => (failure === undefined ? resolve() : reject(failure.error)));
+    client.query(query);
+  });
 }
 
 /**

@@ -15,7 +15,14 @@ import {
   type VerifyReport,
 } from '@tidemark/core';
 import type { Connections, Session } from './db.js';
-import { decodeEventRow, type EventRow, rowToSummary, SESSION_COLUMNS, type SessionRow } from './rows.js';
+import {
+  decodeEventRow,
+  EVENT_COLUMNS,
+  type EventRow,
+  rowToSummary,
+  SESSION_COLUMNS,
+  type SessionRow,
+} from './rows.js';
 import type { TableNames } from './schema.js';
 
 /** Where quarantined rows of a session are kept. */
@@ -141,12 +148,12 @@ async function readSession(
     `SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1`,
     [id],
   );
-  const rows = await s.query<EventRow>(
+  const rows = await s.rows(
     'SELECT events',
-    `SELECT seq, type, time, data, checksum FROM ${t.events} WHERE session_id = $1 ORDER BY seq`,
+    `SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1 ORDER BY seq`,
     [id],
   );
-  return head.rows[0] === undefined ? { rows: rows.rows } : { row: head.rows[0], rows: rows.rows };
+  return head.rows[0] === undefined ? { rows } : { row: head.rows[0], rows };
 }
 
 function orphanHealth(id: string, rows: number): SessionHealth {

@@ -12,6 +12,7 @@ import {
   type SessionSummary,
   type TidemarkError,
 } from '@tidemark/core';
+import type { TextRow } from './db.js';
 
 /** A row of `sessions` as pg returns it (bigint columns arrive as strings). */
 export interface SessionRow {
@@ -31,14 +32,14 @@ export interface SessionRow {
   attrs: string | null;
 }
 
-/** A row of `events` as pg returns it. */
-export interface EventRow {
-  seq: string;
-  type: string;
-  time: string;
-  data: string;
-  checksum: number;
-}
+/**
+ * A row of `events` as selected by {@link EVENT_COLUMNS}, every column as text
+ * (`Session.rows`): seq, type, time, data, checksum.
+ */
+export type EventRow = TextRow;
+
+/** The columns of `events` every event query selects, in the order {@link EventRow} has them. */
+export const EVENT_COLUMNS = 'seq, type, time, data, checksum';
 
 /** The columns of `sessions` every summary query selects. */
 export const SESSION_COLUMNS = `id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, next_seq,
@@ -224,27 +225,28 @@ function corruptEvent(sessionId: string, seq: number, what: string, cause?: unkn
   );
 }
 
+/** A stored type that is a plain JSON string literal (no escapes): its text is the type itself. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: raw control characters are not plain JSON text.
+const PLAIN_TYPE = /^"[^"\\\u0000-\u001f]*"$/;
+
 /** Decodes one `events` row expected to hold `expected`; CORRUPT on a mismatch of any kind. */
 export function decodeEventRow(sessionId: string, row: EventRow, expected: number): SessionEvent {
-  const seq = integerOf(row.seq);
+  const [seqText, type, time, data, checksum] = row;
+  const seq = integerOf(seqText);
   if (seq !== expected) {
     throw errors.corrupt(
-      `session ${sessionId}: seq ${expected} is missing from table events (found seq ${String(row.seq)} next)`,
+      `session ${sessionId}: seq ${expected} is missing from table events (found seq ${String(seqText)} next)`,
       { table: 'events', row: eventRowKey(sessionId, expected), seq: expected },
       sessionId,
     );
   }
-  const { type, time, data } = row;
-  if (
-    typeof type !== 'string' ||
-    typeof time !== 'string' ||
-    typeof data !== 'string' ||
-    typeof row.checksum !== 'number'
-  )
-    corruptEvent(sessionId, seq, 'has a non-text column');
-  if (eventChecksum(type, time, data) !== row.checksum)
+  if (typeof type !== 'string' || typeof time !== 'string' || typeof data !== 'string' || checksum == null)
+    corruptEvent(sessionId, seq, 'has a NULL column');
+  if (eventChecksum(type, time, data) !== Number(checksum))
     corruptEvent(sessionId, seq, 'does not match its checksum');
-  const decodedType = decodeText(type, () => corruptEvent(sessionId, seq, 'has an unreadable type'));
+  const decodedType = PLAIN_TYPE.test(type)
+    ? type.slice(1, -1)
+    : decodeText(type, () => corruptEvent(sessionId, seq, 'has an unreadable type'));
   let value: JsonValue;
   try {
     value = JSON.parse(data) as JsonValue;

@@ -26,6 +26,7 @@ import {
   type Reservation,
   type SessionEvent,
   type SessionHealth,
+  type SessionMeta,
   type SessionPage,
   SessionStoreBase,
   type SessionSummary,
@@ -43,6 +44,7 @@ import { isUniqueViolation, mapPgError } from './errors.js';
 import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
 import type { PostgresStoreOptions } from './options.js';
 import {
+  decodeEventRow,
   decodeEventRows,
   type EventRow,
   encodeEvent,
@@ -55,6 +57,7 @@ import {
   summaryColumns,
 } from './rows.js';
 import { POSTGRES_SCHEMA_VERSION, type TableNames, tableNames } from './schema.js';
+import { type Statements, statementsOf } from './statements.js';
 
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
@@ -68,6 +71,7 @@ export class PostgresStore extends SessionStoreBase {
   readonly #db: Connections;
   readonly #ownsPool: boolean;
   readonly #t: TableNames;
+  readonly #sql: Statements;
   /** Last known head per session, so a steady writer appends in one round trip; checked by the UPDATE. */
   readonly #heads = new Map<string, Head>();
   readonly #schema: string;
@@ -79,6 +83,7 @@ export class PostgresStore extends SessionStoreBase {
     this.#ownsPool = ownsPool;
     this.#schema = schema;
     this.#t = tableNames(schema);
+    this.#sql = statementsOf(this.#t);
   }
 
   /** Never shows the pool or its connection parameters. */
@@ -126,12 +131,12 @@ export class PostgresStore extends SessionStoreBase {
       for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
         this.assertOpen(); // a retry after close() must not reach an ended pool
         const cached = this.#heads.get(id);
-        const head = cached ?? (await readHead(this.#db, this.#t, id));
+        const head = cached ?? (await readHead(this.#db, this.#sql, id));
         if (head === undefined) {
           if (reservation === undefined) throw errors.notFound(id);
           planAppend(id, 0, batch); // CONFLICT unless the batch starts at seq 0
           const summary = this.firstSummary(reservation, batch);
-          if (await insertFirst(this.#db, this.#t, reservation, summary, encoded, context)) {
+          if (await insertFirst(this.#db, this.#sql, reservation, summary, encoded, context)) {
             this.#heads.set(id, { createdAt: reservation.meta.createdAt, summary });
             return { nextSeq: batch.length };
           }
@@ -163,7 +168,7 @@ export class PostgresStore extends SessionStoreBase {
           this.settings.isBoundary,
           nextUpdatedAt(head.summary.updatedAt),
         );
-        if (await advance(this.#db, this.#t, id, head, summary, encoded, context)) {
+        if (await advance(this.#db, this.#sql, id, head, summary, encoded, context)) {
           this.#heads.set(id, { createdAt: head.createdAt, summary });
           return { nextSeq: summary.eventCount };
         }
@@ -204,14 +209,9 @@ export class PostgresStore extends SessionStoreBase {
     return decodeEventRows(id, result, fromSeq);
   }
 
-  private async selectEvents(s: Session, id: string, fromSeq: number, toSeq: number): Promise<EventRow[]> {
-    const result = await s.query<EventRow>(
-      'SELECT events',
-      `SELECT seq, type, time, data, checksum FROM ${this.#t.events}
-       WHERE session_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq`,
-      [id, fromSeq, toSeq],
-    );
-    return result.rows;
+  private selectEvents(s: Session, id: string, fromSeq: number, toSeq: number): Promise<EventRow[]> {
+    const { text, name } = this.#sql.selectEvents;
+    return s.rows('SELECT events', text, [id, fromSeq, toSeq], name);
   }
 
   /** Selects the sessions row (FOR UPDATE when `lock`); CORRUPT for orphaned events, undefined when absent. */
@@ -234,37 +234,51 @@ export class PostgresStore extends SessionStoreBase {
 
   /** Every event with the commit state, in one snapshot; `cut` quarantines an interrupted tail. */
   protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
-    const context = this.#db.context(`loading session ${id}`, id);
-    if (tail === 'cut') this.#heads.delete(id);
-    return this.#db.transaction(
-      context,
-      async (s) => {
-        const row = await this.selectSession(s, id, tail === 'cut');
-        if (row === undefined) throw errors.notFound(id);
-        let summary = rowToSummary(row);
-        const meta = rowToMeta(row);
-        if (meta.formatVersion > POSTGRES_SCHEMA_VERSION)
-          throw errors.unsupportedFormat(meta.formatVersion, POSTGRES_SCHEMA_VERSION, id);
-        const rows = await this.selectEvents(s, id, 0, Number.MAX_SAFE_INTEGER);
-        let events = decodeEventRows(id, rows, 0);
-        if (events.length !== summary.eventCount) {
-          throw errors.corrupt(
-            `session ${id}: the summary counts ${summary.eventCount} events but the log holds ${events.length}`,
-            { table: 'events', row: `session_id=${id}`, seq: Math.min(events.length, summary.eventCount) },
-            id,
-          );
-        }
-        let state = commitStateOf(events, this.settings.isBoundary);
-        if (tail !== 'cut' || !state.interrupted) return loadedSession(meta, summary, events, state);
-        const cut = await cutTail(s, this.#t, this.#schema, id, state.committedSeq, nowIso());
-        events = events.slice(0, state.committedSeq + 1);
-        state = commitStateOf(events, this.settings.isBoundary);
-        summary = summaryAfterCut(summary, { ...state, eventCount: events.length });
-        await this.writeSummary(s, id, summary);
-        return loadedSession(meta, summary, events, state, cut);
-      },
-      tail === 'cut' ? 'BEGIN' : 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY',
+    if (tail === 'cut') return this.loadAndCut(id);
+    let header: SessionHeader | undefined;
+    let orphans = false;
+    const events: SessionEvent[] = [];
+    // The row (seq -1) comes first: a newer format or a damaged row stops decoding the events.
+    await this.#db.run(this.#db.context(`loading session ${id}`, id), (s) =>
+      s.eachRow('SELECT events', this.#sql.load, [id], (r) => {
+        if (header !== undefined) events.push(decodeEventRow(id, r, events.length));
+        else if (r[0] === '-1') header = headerOf(id, JSON.parse(r[3]!) as SessionRow);
+        else orphans = true;
+      }),
     );
+    if (orphans) throw sessionRowDamaged(id); // events, but no sessions row
+    if (header === undefined) throw errors.notFound(id);
+    return this.loaded(id, header, events);
+  }
+
+  /** The session from its header and its decoded events, checked against each other. */
+  private loaded(id: string, { meta, summary }: SessionHeader, events: SessionEvent[]): LoadedSession {
+    if (events.length !== summary.eventCount) {
+      throw errors.corrupt(
+        `session ${id}: the summary counts ${summary.eventCount} events but the log holds ${events.length}`,
+        { table: 'events', row: `session_id=${id}`, seq: Math.min(events.length, summary.eventCount) },
+        id,
+      );
+    }
+    return loadedSession(meta, summary, events, commitStateOf(events, this.settings.isBoundary));
+  }
+
+  /** Loads with the row locked and moves an interrupted tail to quarantine, in one transaction. */
+  private loadAndCut(id: string): Promise<LoadedSession> {
+    this.#heads.delete(id);
+    return this.#db.transaction(this.#db.context(`loading session ${id}`, id), async (s) => {
+      const row = await this.selectSession(s, id, true);
+      if (row === undefined) throw errors.notFound(id);
+      const rows = await this.selectEvents(s, id, 0, Number.MAX_SAFE_INTEGER);
+      const loaded = this.loaded(id, headerOf(id, row), decodeEventRows(id, rows, 0));
+      if (!loaded.interrupted) return loaded;
+      const cut = await cutTail(s, this.#t, this.#schema, id, loaded.committedSeq, nowIso());
+      const events = loaded.events.slice(0, loaded.committedSeq + 1);
+      const state = commitStateOf(events, this.settings.isBoundary);
+      const summary = summaryAfterCut(loaded.summary, { ...state, eventCount: events.length });
+      await this.writeSummary(s, id, summary);
+      return loadedSession(loaded.meta, summary, events, state, cut);
+    });
   }
 
   private async writeSummary(s: Session, id: string, summary: SessionSummary): Promise<void> {
@@ -294,7 +308,7 @@ export class PostgresStore extends SessionStoreBase {
   protected async *storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
     const context = this.#db.context(`reading session ${id}`, id);
     let next = fromSeq;
-    let seen: { createdAt: string; lastSeq: number; lastChecksum: number } | undefined;
+    let seen: { createdAt: string; lastSeq: number; lastChecksum: string | null } | undefined;
     for (;;) {
       this.assertOpen();
       const page = await this.#db.transaction(
@@ -309,11 +323,16 @@ export class PostgresStore extends SessionStoreBase {
           if (seen !== undefined) {
             if (row.created_at !== seen.createdAt) return undefined;
             const last = await this.selectEvents(s, id, seen.lastSeq, seen.lastSeq);
-            if (last[0]?.checksum !== seen.lastChecksum) return undefined;
+            if (last[0]?.[4] !== seen.lastChecksum) return undefined;
           }
           const end = Math.min(toSeq, count - 1);
           if (next > end)
-            return { events: [] as SessionEvent[], done: true, createdAt: row.created_at, lastChecksum: 0 };
+            return {
+              events: [] as SessionEvent[],
+              done: true,
+              createdAt: row.created_at,
+              lastChecksum: null,
+            };
           const last = Math.min(end, next + READ_PAGE_SIZE - 1);
           const rows = await this.selectEvents(s, id, next, last);
           const events = decodeEventRows(id, rows, next);
@@ -329,7 +348,7 @@ export class PostgresStore extends SessionStoreBase {
             events,
             done: last >= end,
             createdAt: row.created_at,
-            lastChecksum: rows[rows.length - 1]!.checksum,
+            lastChecksum: rows[rows.length - 1]![4] ?? null,
           };
         },
         'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY',
@@ -427,6 +446,21 @@ export class PostgresStore extends SessionStoreBase {
     this.#heads.delete(id);
     return repairSession(this.#db, this.#t, this.#schema, id, options, this.settings.isBoundary);
   }
+}
+
+/** What a load reads from the sessions row. */
+interface SessionHeader {
+  meta: SessionMeta;
+  summary: SessionSummary;
+}
+
+/** The header of a loaded session; UNSUPPORTED_FORMAT for a newer format, CORRUPT for a bad row. */
+function headerOf(id: string, row: SessionRow): SessionHeader {
+  const summary = rowToSummary(row);
+  const meta = rowToMeta(row);
+  if (meta.formatVersion > POSTGRES_SCHEMA_VERSION)
+    throw errors.unsupportedFormat(meta.formatVersion, POSTGRES_SCHEMA_VERSION, id);
+  return { meta, summary };
 }
 
 /**

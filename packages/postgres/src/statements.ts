@@ -1,0 +1,83 @@
+// The statements of the hot paths (append, load, read), built once per store and prepared by name
+// on each connection: after the first use a call only binds and executes (no parse, cached plan).
+import { createHash } from 'node:crypto';
+import { EVENT_COLUMNS, SESSION_COLUMNS } from './rows.js';
+import type { TableNames } from './schema.js';
+
+/** A statement's text and the name it is prepared under. */
+export interface Statement {
+  text: string;
+  /** Derived from the text, so stores of different schemas sharing a pool never collide. */
+  name: string;
+}
+
+function prepared(text: string): Statement {
+  // Names are cut by the server at 63 bytes: a hash of the text keeps them short and distinct.
+  return { text, name: `tidemark_${createHash('sha256').update(text).digest('hex').slice(0, 32)}` };
+}
+
+/** The prepared statements of one schema. */
+export interface Statements {
+  /** $1 id: the session row as JSON text at seq -1, then every event, in one snapshot. */
+  load: Statement;
+  /** $1 id, $2 from seq, $3 to seq: events in order. */
+  selectEvents: Statement;
+  /** $1 id: the session row (all NULL when absent) and the log's highest seq. */
+  readHead: Statement;
+  /** The first batch: session row and events, gated by the INSERT of the row. */
+  insertFirst: Statement;
+  /** A later batch: events, gated by the conditional UPDATE of next_seq. */
+  advance: Statement;
+  /** {@link Statements.advance} for one event, in scalar parameters (no arrays to build and parse). */
+  advanceOne: Statement;
+}
+
+const ADVANCE_HEAD = (t: TableNames) =>
+  `WITH head AS (
+     UPDATE ${t.sessions} SET next_seq = $2, updated_at = $3, committed_seq = $4, interrupted = $5,
+       first_prompt = $6
+     WHERE id = $1 AND next_seq = $7 AND updated_at = $8 AND created_at = $9 RETURNING id)`;
+
+const INSERT_EVENTS = (t: TableNames, first: number) =>
+  `INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
+   SELECT $1, u.seq, u.type, u.time, u.data, u.checksum
+   FROM unnest($${first}::bigint[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::text[],
+     $${first + 4}::integer[]) AS u(seq, type, time, data, checksum)
+   WHERE EXISTS (SELECT 1 FROM head)`;
+
+/** The hot statements of the tables `t`. */
+export function statementsOf(t: TableNames): Statements {
+  return {
+    // One statement is one snapshot: the row and the events agree without BEGIN … COMMIT.
+    load: prepared(
+      `SELECT -1::bigint AS seq, NULL::text AS type, NULL::text AS time, row_to_json(s)::text AS data,
+         NULL::integer AS checksum
+       FROM (SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1) AS s
+       UNION ALL
+       SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1
+       ORDER BY seq`,
+    ),
+    selectEvents: prepared(
+      `SELECT ${EVENT_COLUMNS} FROM ${t.events}
+       WHERE session_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq`,
+    ),
+    readHead: prepared(
+      `SELECT ${SESSION_COLUMNS}, (SELECT max(seq) FROM ${t.events} WHERE session_id = $1) AS max_seq
+       FROM (VALUES (1)) AS one LEFT JOIN ${t.sessions} ON id = $1`,
+    ),
+    insertFirst: prepared(
+      `WITH head AS (
+         INSERT INTO ${t.sessions} (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq,
+           next_seq, committed_seq, interrupted, title, first_prompt, tags, attrs)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+         ON CONFLICT (id) DO NOTHING RETURNING id)
+       ${INSERT_EVENTS(t, 15)}`,
+    ),
+    advance: prepared(`${ADVANCE_HEAD(t)} ${INSERT_EVENTS(t, 10)}`),
+    advanceOne: prepared(
+      `${ADVANCE_HEAD(t)}
+       INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
+       SELECT $1, $10::bigint, $11::text, $12::text, $13::text, $14::integer WHERE EXISTS (SELECT 1 FROM head)`,
+    ),
+  };
+}
