@@ -209,13 +209,17 @@ try {
         const ms = await elapsed(() =>
           Promise.all(
             ids.map(async (_id, k) => {
-              for (let r = 0; r < BURST; r++)
-                await admin.query(`INSERT INTO "${main}".raw VALUES ($1, $2, 'step', $3, $4, 0)`, [
+              for (let r = 0; r < BURST; r++) {
+                // The same row an append of ev() stores: same type, time and data text.
+                const [e] = ev(base + r);
+                await admin.query(`INSERT INTO "${main}".raw VALUES ($1, $2, $3, $4, $5, 0)`, [
                   `pool${k}`,
-                  base + r,
-                  time(),
-                  '{"i":1}',
+                  e.seq,
+                  JSON.stringify(e.type),
+                  e.time,
+                  JSON.stringify(e.data),
                 ]);
+              }
             }),
           ),
         );
