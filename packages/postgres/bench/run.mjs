@@ -68,6 +68,8 @@ function table(cases) {
       ours: median(c.samples.ours).toFixed(3),
       raw: median(c.samples.raw).toFixed(3),
       ratio: ratio.toFixed(2),
+      // Shown beside the verdict: with one outlier round the two can differ a lot.
+      'ours/raw of medians': (median(c.samples.ours) / median(c.samples.raw)).toFixed(2),
       'ratio min-max': `${Math.min(...c.samples.ratio).toFixed(2)}-${Math.max(...c.samples.ratio).toFixed(2)}`,
       target: `${c.higherIsBetter ? '>=' : '<='} ${c.limit}`,
       met: ok ? 'yes' : 'NO',
