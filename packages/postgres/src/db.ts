@@ -177,7 +177,15 @@ export class Connections {
           throw error;
         }
         committing = true;
-        await commitChecked(s, context.what);
+        try {
+          await commitChecked(s, context.what);
+        } catch (error) {
+          // A COMMIT that failed without the server ending the transaction (rejected before it
+          // was sent) leaves it open on this client: returned to the pool, it would swallow the
+          // next caller's statements and lose them at disconnect. Never reuse such a client.
+          faults.push(error);
+          throw error;
+        }
         client.release();
         return result;
       } catch (error) {
