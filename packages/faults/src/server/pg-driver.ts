@@ -81,21 +81,29 @@ export function postgresDriver(options: PostgresDriverOptions = {}): EngineHarne
     },
     serverFaults: {
       async run(context: ServerFaultContext) {
-        const unreachable = await serverUnreachable(url);
-        if (unreachable !== undefined) {
+        let open = options.open;
+        let unreachable: string | undefined;
+        try {
+          open ??= await loadOpener();
+          unreachable = await serverUnreachable(url);
+        } catch (error) {
+          // The bin runs this driver by default; an install without @tidemark/postgres has no cells.
+          unreachable = `@tidemark/postgres cannot be loaded: ${(error as Error).message}`;
+        }
+        if (unreachable !== undefined || open === undefined) {
           const required = options.requireServer ?? inCi();
           if (!required) {
             context.report.notApplicable(
               name,
               'pg: server',
-              `no server (${unreachable}); set TIDEMARK_PG_URL`,
+              `cannot run (${unreachable}); set TIDEMARK_PG_URL`,
             );
             return { operations: 0, runs: 0 };
           }
           const outcome = emptyOutcome();
           outcome.violations.push({
             kind: 'not-run',
-            detail: `the PostgreSQL cells must run (CI=true) but the server is unreachable: ${unreachable}`,
+            detail: `the PostgreSQL cells must run (CI=true) but cannot: ${unreachable}`,
           });
           context.report.add(name, 'pg: server', 'connect', outcome, false);
           return { operations: 0, runs: 0 };
@@ -103,7 +111,7 @@ export function postgresDriver(options: PostgresDriverOptions = {}): EngineHarne
         const env: PgEnv = {
           backend: name,
           url,
-          open: options.open ?? (await loadOpener()),
+          open,
           quick: context.quick,
           report: context.report,
           ...(context.progress && { progress: context.progress }),
