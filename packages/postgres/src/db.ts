@@ -52,6 +52,11 @@ export interface Session {
     text: string,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>>;
+  /**
+   * Marks the client unusable (a failed ROLLBACK or unlock: it may still hold a transaction or a
+   * session lock): when the call ends it is destroyed, never returned to the pool.
+   */
+  discard(reason: unknown): void;
 }
 
 /** The pool plus the rules every statement follows. */
@@ -123,6 +128,9 @@ export class Connections {
           throw error;
         }
       },
+      discard(reason: unknown) {
+        state.faults.push(reason);
+      },
     };
   }
 
@@ -138,7 +146,7 @@ export class Connections {
       try {
         client = await this.checkout(context.sessionId);
         const result = await work(this.session(client, context.sessionId, state));
-        client.release();
+        this.releaseAfter(client, state.faults, undefined);
         return result;
       } catch (error) {
         this.releaseAfter(client, state.faults, error);

@@ -226,4 +226,34 @@ describe.skipIf(!available)('durability and connection hygiene', () => {
       await other.close();
     }
   });
+  // Guards: a migration whose statements and unlock failed (the connection still alive) destroys
+  // its client, so the session-level advisory lock does not stay held by a pooled client and
+  // block every other opener of the schema.
+  it('a failed migration whose unlock failed too does not leave the advisory lock held in the pool', async () => {
+    const schema = fresh();
+    const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+    const wrapped = new WeakSet<pg.PoolClient>();
+    let locked = false;
+    (pool as { connect: unknown }).connect = async () => {
+      const client = await connect();
+      if (wrapped.has(client)) return client;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as { query: unknown }).query = (text: unknown, ...rest: unknown[]) => {
+        if (locked) return Promise.reject(Object.assign(new Error('permission denied'), { code: '42501' }));
+        if (typeof text === 'string' && text.includes('pg_advisory_lock')) locked = true;
+        return query(text, ...rest);
+      };
+      return client;
+    };
+    await expect(openPostgresStore({ pool, schema })).rejects.toMatchObject({ code: 'IO' });
+    locked = false;
+    try {
+      const other = await openPostgresStore({ connectionString: PG_URL, schema, lockTimeoutMs: 2000 });
+      await other.close();
+    } finally {
+      await pool.end();
+    }
+  });
 });
