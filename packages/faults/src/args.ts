@@ -8,7 +8,7 @@ export interface HarnessArgs {
 
 /** Parses argv (without node and script). Pure. */
 export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
-  const args: HarnessArgs = { quick: false, backends: ['memory', 'jsonl', 'sqlite'], out: '.' };
+  const args: HarnessArgs = { quick: false, backends: ['memory', 'jsonl', 'sqlite', 'postgres'], out: '.' };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
@@ -24,7 +24,7 @@ export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
     else if (arg === '--kills') args.kills = Number(value());
     else
       throw new Error(
-        `unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite, --out DIR, --kills N)`,
+        `unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite,postgres, --out DIR, --kills N)`,
       );
   }
   return args;

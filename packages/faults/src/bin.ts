@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runnable entry of the fault harness: `node dist/bin.js [--quick] [--backends memory,jsonl,sqlite] [--out DIR]`.
+// Runnable entry of the fault harness: `node dist/bin.js [--quick] [--backends memory,jsonl,sqlite,postgres] [--out DIR]`.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseHarnessArgs } from './args.js';
@@ -8,11 +8,14 @@ import { jsonlDriver, sqliteDriver } from './drivers.js';
 import { runFaultHarness } from './harness.js';
 import { memoryDriver } from './memory-driver.js';
 import { formatReportMarkdown, formatReportTable } from './report.js';
+import { postgresDriver } from './server/pg-driver.js';
 
 const DRIVERS: Record<string, () => HarnessDriver> = {
   memory: memoryDriver,
   jsonl: () => jsonlDriver(),
   sqlite: () => sqliteDriver(),
+  // TIDEMARK_PG_URL or the local server; without one its cells are n/a (a failing cell with CI=true).
+  postgres: () => postgresDriver(),
 };
 
 function progressReporter(): (phase: string, done: number, total: number) => void {

@@ -1,4 +1,5 @@
 import type { FileSystem, JsonObject, SessionStore } from '@tidemark/core';
+import type { ReportBuilder } from './report.js';
 
 /**
  * A backend that does all its file access through the core {@link FileSystem} port (like
@@ -39,6 +40,26 @@ export interface EngineHarnessDriver {
   injectsSteps?: boolean;
   real?: RealFaultSupport;
   realFaults?: readonly RealFaultCase[];
+  /** Fault classes only a server has (lost connections, restarts, revoked grants), as more cells. */
+  serverFaults?: ServerFaultSuite;
+}
+
+/** What a {@link ServerFaultSuite} gets from the harness. */
+export interface ServerFaultContext {
+  /** The matrix to add cells to (with the driver's name as backend). */
+  report: ReportBuilder;
+  /** CI-sized run. */
+  quick: boolean;
+  progress?: (phase: string, done: number, total: number) => void;
+}
+
+/**
+ * Server-only fault classes of an engine driver: the harness calls `run` once per harness run, and
+ * the suite adds its cells to the same matrix, checked with the same invariants (runner.ts).
+ */
+export interface ServerFaultSuite {
+  /** Runs every cell; resolves the statements swept and the runs made, for the totals. */
+  run(context: ServerFaultContext): Promise<{ operations: number; runs: number }>;
 }
 
 /** Any driver the harness accepts. */

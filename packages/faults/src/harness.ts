@@ -1,5 +1,5 @@
 import type { CrashStateLimits } from './crash-fs.js';
-import type { HarnessDriver } from './driver.js';
+import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
@@ -19,8 +19,8 @@ export interface HarnessOptions {
   errnos?: readonly ErrnoName[];
   /** Errnos injected persistently from every operation on (default: all, or EIO when quick). */
   persistentErrnos?: readonly ErrnoName[];
-  /** Skip phases: `errors`, `crash`, `real`. */
-  skip?: readonly ('errors' | 'crash' | 'real')[];
+  /** Skip phases: `errors`, `crash`, `real`, `server` (a driver's server-only fault classes). */
+  skip?: readonly ('errors' | 'crash' | 'real' | 'server')[];
   /** SIGKILLs per backend (default 200, quick 20). */
   kills?: number;
   /** Scratch directory for real-disk faults (default: a fresh one under the OS temp dir). */
@@ -40,6 +40,24 @@ export interface HarnessOptions {
 const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
 
 const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
+
+function noInjectorNote(driver: EngineHarnessDriver): string {
+  return `no step injector; see ${driver.serverFaults === undefined ? 'real faults' : 'the server fault rows'}`;
+}
+
+/** A driver's server-only fault classes (PostgreSQL: statements, proxy, restarts, grants), if it has any. */
+async function runServerFaults(
+  driver: HarnessDriver,
+  report: ReportBuilder,
+  quick: boolean,
+  total: BackendTotals,
+  progress: Progress | undefined,
+): Promise<void> {
+  if (driver.kind !== 'engine' || driver.serverFaults === undefined) return;
+  const server = await driver.serverFaults.run({ report, quick, ...(progress && { progress }) });
+  total.operationsSwept += server.operations;
+  total.runs += server.runs;
+}
 
 /**
  * Puts one or more backends through the storage-fault harness (SPEC §7): error sweeps, crash sweeps
@@ -93,7 +111,7 @@ export async function runFaultHarness(
         total.operationsSwept = swept.operations;
         total.runs = swept.runs;
       } else {
-        report.notApplicable(driver.name, 'injected errors', 'no step injector; see real faults');
+        report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
       }
     }
     if (!skip.has('crash')) {
@@ -126,6 +144,7 @@ export async function runFaultHarness(
       total.kills = real.kills;
       total.killAcks = real.acks;
     }
+    if (!skip.has('server')) await runServerFaults(driver, report, quick, total, options.progress);
     total.durationMs = Date.now() - t0;
     totals.push(total);
   }

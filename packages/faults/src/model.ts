@@ -26,7 +26,14 @@ export type ViolationKind =
    * An operation of the workload that no injected fault ever made fail in a whole error sweep: the
    * backend's fault hook (or port) does not reach it, so its fault paths went untested.
    */
-  | 'uncovered-operation';
+  | 'uncovered-operation'
+  /**
+   * A write whose outcome was unknown (the connection was lost while it committed) was not
+   * resolved by retrying the same call, or its error did not say it may be retried.
+   */
+  | 'outcome-unresolved'
+  /** A fault class could not be run at all where it must be (a server required with CI=true). */
+  | 'not-run';
 
 /** One broken invariant. */
 export interface Violation {

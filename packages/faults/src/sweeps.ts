@@ -68,7 +68,7 @@ async function closeQuietly(check: Checker, store: SessionStore): Promise<void> 
  * fault (a typed error) in some run. One the port or hook never reaches, say a `has` that reads
  * around the fault hook, would pass every cell untested.
  */
-function reportCoverage(
+export function reportCoverage(
   report: ReportBuilder,
   backend: string,
   failed: ReadonlySet<WorkloadStep['kind']>,

@@ -148,6 +148,21 @@ describe.skipIf(requireOrSkip(unavailable, 'a PostgreSQL server'))('TCP fault pr
     // pg answers COMMIT of a failed transaction with the tag ROLLBACK: the store must check it.
     expect((await cut).reply.tags).toEqual(['ROLLBACK']);
   });
+  // Guards the outcome-unknown case of single-statement appends: an autocommit write is its own
+  // commit, so `writes: true` cuts after it; `once` lets the retry through.
+  it('commit-then-cut with writes and once: an autocommit INSERT lands, the client loses it, the retry passes', async () => {
+    const client = await viaProxy();
+    proxy.setFault({ mode: 'commit-then-cut', writes: true, once: true });
+    const cut = proxy.nextCutCommit();
+    const insert = { text: `INSERT INTO ${scratch.table} (id, note) VALUES ($1, $2)`, values: [6, 'landed'] };
+    expect(await messageOf(client.query(insert))).toMatch(CONNECTION_LOST);
+    expect((await cut).reply.tags).toEqual(['INSERT 0 1']);
+    expect(await countRows(6)).toBe(1);
+    expect(proxy.fault.mode).toBe('pass');
+    const again = await viaProxy();
+    await again.query(`INSERT INTO ${scratch.table} (id, note) VALUES (7, 'not cut')`);
+    expect(await countRows(7)).toBe(1);
+  });
 });
 
 describe('TCP fault proxy (plain TCP, no server needed)', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BackendReplyWatcher, FrontendCommitWatcher, isCommitSql } from '../src/index.js';
+import { BackendReplyWatcher, FrontendCommitWatcher, isCommitSql, isWriteSql } from '../src/index.js';
 
 const cstr = (text: string) => Buffer.from(`${text}\0`);
 function message(type: string, ...parts: Buffer[]): Buffer {
@@ -43,6 +43,19 @@ describe('PostgreSQL wire parsing', () => {
       'ROLLBACK',
     ])
       expect(isCommitSql(sql), sql).toBe(false);
+  });
+
+  // Guards write-then-cut: the store's appends are data-modifying CTEs, recognised as writes.
+  it('recognises writing statements, alone or in a WITH, and nothing else', () => {
+    for (const sql of [
+      'INSERT INTO t VALUES (1)',
+      ' update t set a = 1',
+      '/* x */ DELETE FROM t',
+      'WITH head AS (UPDATE s SET n = 2 RETURNING id) INSERT INTO e SELECT 1',
+    ])
+      expect(isWriteSql(sql), sql).toBe(true);
+    for (const sql of ['SELECT 1', 'WITH x AS (SELECT 1) SELECT * FROM x', 'COMMIT', 'BEGIN'])
+      expect(isWriteSql(sql), sql).toBe(false);
   });
 
   it('finds a simple-query COMMIT after an SSL request and startup, even fed byte by byte', () => {

@@ -164,7 +164,11 @@ describe('the workload', () => {
 
 describe('parseHarnessArgs', () => {
   it('reads --quick, --backends, --out and --kills', () => {
-    expect(parseHarnessArgs([])).toEqual({ quick: false, backends: ['memory', 'jsonl', 'sqlite'], out: '.' });
+    expect(parseHarnessArgs([])).toEqual({
+      quick: false,
+      backends: ['memory', 'jsonl', 'sqlite', 'postgres'],
+      out: '.',
+    });
     expect(parseHarnessArgs(['--quick', '--backends', 'jsonl', '--out=/tmp/r', '--kills', '5'])).toEqual({
       quick: true,
       backends: ['jsonl'],

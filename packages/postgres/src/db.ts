@@ -72,6 +72,11 @@ export interface Session {
     values: unknown[],
     onRow: (row: TextRow) => void,
   ): Promise<void>;
+  /**
+   * Marks the client unusable (a failed ROLLBACK or unlock: it may still hold a transaction or a
+   * session lock): when the call ends it is destroyed, never returned to the pool.
+   */
+  discard(reason: unknown): void;
 }
 
 /** A statement prepared once per connection under `name`. */
@@ -181,6 +186,9 @@ export class Connections {
         run(step, () =>
           streamRows(client, { text, name, values, rowMode: 'array', types: TEXT_TYPES }, onRow),
         ),
+      discard(reason: unknown) {
+        state.faults.push(reason);
+      },
     };
   }
 
@@ -196,7 +204,7 @@ export class Connections {
       try {
         client = await this.checkout(context.sessionId);
         const result = await work(this.session(client, context.sessionId, state));
-        client.release();
+        this.releaseAfter(client, state.faults, undefined);
         return result;
       } catch (error) {
         this.releaseAfter(client, state.faults, error);
@@ -235,7 +243,15 @@ export class Connections {
           throw error;
         }
         committing = true;
-        await commitChecked(s, context.what);
+        try {
+          await commitChecked(s, context.what);
+        } catch (error) {
+          // A COMMIT that failed without the server ending the transaction (rejected before it
+          // was sent) leaves it open on this client: returned to the pool, it would swallow the
+          // next caller's statements and lose them at disconnect. Never reuse such a client.
+          faults.push(error);
+          throw error;
+        }
         client.release();
         return result;
       } catch (error) {

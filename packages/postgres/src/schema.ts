@@ -192,11 +192,20 @@ export async function migrate(db: Connections, schema: string): Promise<void> {
     // so its catalog lookups see what another host's migration committed (a lock taken inside the
     // transaction would leave to_regclass reading a catalog cache from before the wait).
     await s.query('MIGRATE', 'SELECT pg_advisory_lock(hashtext($1))', [`tidemark:${schema}`]);
+    let failure: { error: unknown } | undefined;
     try {
       await migrateLocked(s, schema, t, context.what);
-    } finally {
-      await s.query('MIGRATE', 'SELECT pg_advisory_unlock(hashtext($1))', [`tidemark:${schema}`]);
+    } catch (error) {
+      failure = { error };
     }
+    try {
+      await s.query('MIGRATE', 'SELECT pg_advisory_unlock(hashtext($1))', [`tidemark:${schema}`]);
+    } catch (error) {
+      // A pooled client still holding the lock would block every other opener until it died.
+      s.discard(error);
+      failure ??= { error };
+    }
+    if (failure !== undefined) throw failure.error;
   });
 }
 
@@ -225,8 +234,9 @@ async function migrateLocked(s: Session, schema: string, t: TableNames, what: st
   } catch (error) {
     try {
       await s.query('ROLLBACK', 'ROLLBACK');
-    } catch {
-      // The original error says more; run() destroys a client that saw a connection fault.
+    } catch (rollbackError) {
+      // The original error says more; the transaction may still be open, so never pool the client.
+      s.discard(rollbackError);
     }
     throw error;
   }

@@ -191,4 +191,69 @@ describe.skipIf(!available)('durability and connection hygiene', () => {
     }
     expect(warnings.join('\n')).not.toContain(secret);
   });
+  // Guards: a client whose COMMIT failed before reaching the server (transaction still open) is
+  // destroyed, not pooled, so later appends do not run inside that transaction and vanish.
+  it('a COMMIT rejected before it was sent does not leave its transaction open for the next call', async () => {
+    const schema = fresh();
+    const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+    let failCommit = false;
+    (pool as { connect: unknown }).connect = async () => {
+      const client = await connect();
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as { query: unknown }).query = (text: unknown, ...rest: unknown[]) => {
+        if (failCommit && text === 'COMMIT') {
+          failCommit = false;
+          return Promise.reject(Object.assign(new Error('permission denied'), { code: '42501' }));
+        }
+        return query(text, ...rest);
+      };
+      return client;
+    };
+    const store = await openPostgresStore({ pool, schema });
+    await store.create({ id: 's1', title: 'before' });
+    await store.append('s1', batch(0, 2));
+    failCommit = true;
+    await expect(store.update('s1', { title: 'after' })).rejects.toMatchObject({ code: 'IO' });
+    await store.append('s1', batch(2, 2));
+    await store.close();
+    await pool.end();
+    const other = await openPostgresStore({ connectionString: PG_URL, schema });
+    try {
+      expect((await other.load('s1')).events.map((e) => e.seq)).toEqual([0, 1, 2, 3]);
+      expect((await other.list()).sessions[0]?.title).toBe('before');
+    } finally {
+      await other.close();
+    }
+  });
+  // Guards: a migration whose statements and unlock failed (the connection still alive) destroys
+  // its client, so the session-level advisory lock does not stay held by a pooled client and
+  // block every other opener of the schema.
+  it('a failed migration whose unlock failed too does not leave the advisory lock held in the pool', async () => {
+    const schema = fresh();
+    const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });
+    const connect = pool.connect.bind(pool) as () => Promise<pg.PoolClient>;
+    const wrapped = new WeakSet<pg.PoolClient>();
+    let locked = false;
+    (pool as { connect: unknown }).connect = async () => {
+      const client = await connect();
+      if (wrapped.has(client)) return client;
+      wrapped.add(client);
+      const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+      (client as { query: unknown }).query = (text: unknown, ...rest: unknown[]) => {
+        if (locked) return Promise.reject(Object.assign(new Error('permission denied'), { code: '42501' }));
+        if (typeof text === 'string' && text.includes('pg_advisory_lock')) locked = true;
+        return query(text, ...rest);
+      };
+      return client;
+    };
+    await expect(openPostgresStore({ pool, schema })).rejects.toMatchObject({ code: 'IO' });
+    locked = false;
+    try {
+      const other = await openPostgresStore({ connectionString: PG_URL, schema, lockTimeoutMs: 2000 });
+      await other.close();
+    } finally {
+      await pool.end();
+    }
+  });
 });

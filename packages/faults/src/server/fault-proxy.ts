@@ -14,7 +14,11 @@ import { type BackendReply, BackendReplyWatcher, FrontendCommitWatcher } from '.
  * - `commit-then-cut`: forward a message whose SQL is COMMIT/END (simple Query, or extended Execute
  *   of such a statement), destroy the client socket at once, and keep the server socket until the
  *   server has answered (ReadyForQuery) so that the commit really completes; the reply is
- *   swallowed. The outcome is known to the server and unknown to the client.
+ *   swallowed. The outcome is known to the server and unknown to the client. `writes: true` also
+ *   cuts after a writing statement (INSERT/UPDATE/DELETE, or a WITH holding one): outside BEGIN
+ *   such a statement commits on its own, so its reply is a commit's reply (single-statement
+ *   appends). `once: true`: only the first match is cut, and the proxy then switches every
+ *   connection to `pass` (so that the retry of the same call goes through).
  */
 export type ProxyFault =
   | { mode: 'pass' }
@@ -22,7 +26,7 @@ export type ProxyFault =
   | { mode: 'blackhole' }
   | { mode: 'delay'; ms: number }
   | { mode: 'cut'; direction: 'to-server' | 'to-client'; afterBytes: number }
-  | { mode: 'commit-then-cut' };
+  | { mode: 'commit-then-cut'; writes?: boolean; once?: boolean };
 
 /** A COMMIT the proxy forwarded and whose reply it withheld. */
 export interface CutCommit {
@@ -78,6 +82,8 @@ type Direction = 'toServer' | 'toClient';
 interface ProxyHooks {
   commitReplyTimeoutMs: number;
   onCutCommit(cut: CutCommit): void;
+  /** Called when a connection is about to cut: false when a `once` fault has already fired. */
+  claimCut(fault: ProxyFault): boolean;
   onClose(connection: Connection): void;
 }
 
@@ -138,13 +144,17 @@ class Connection implements ProxyConnection {
 
   private fromClient(chunk: Buffer): void {
     if (this.replyWatcher !== undefined) return;
-    if (this.fault.mode === 'commit-then-cut' && this.commits.feed(chunk) > 0) {
-      this.forward('toServer', chunk);
-      this.cutAfterCommit();
-      return;
+    // The watcher sees every chunk, so its framing stays in step whatever the fault.
+    const seen = this.commits.feedStatements(chunk);
+    const fault = this.fault;
+    if (fault.mode === 'commit-then-cut') {
+      const hits = seen.commits + (fault.writes === true ? seen.writes : 0);
+      if (hits > 0 && this.hooks.claimCut(fault)) {
+        this.forward('toServer', chunk);
+        this.cutAfterCommit();
+        return;
+      }
     }
-    // Keep the watcher's framing in step even when this chunk is not inspected for a cut.
-    if (this.fault.mode !== 'commit-then-cut') this.commits.feed(chunk);
     this.forward('toServer', chunk);
   }
 
@@ -217,11 +227,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const waiters: ((cut: CutCommit) => void)[] = [];
   let fault: ProxyFault = options.fault ?? { mode: 'pass' };
   let nextId = 1;
+  const firedOnce = new WeakSet<ProxyFault>();
   const hooks: ProxyHooks = {
     commitReplyTimeoutMs: options.commitReplyTimeoutMs ?? 5000,
     onCutCommit(cut) {
       cutCommits.push(cut);
       for (const resolve of waiters.splice(0)) resolve(cut);
+    },
+    claimCut(cutting) {
+      if (cutting.mode !== 'commit-then-cut' || cutting.once !== true) return true;
+      if (firedOnce.has(cutting)) return false; // already fired on another connection
+      firedOnce.add(cutting);
+      const pass: ProxyFault = { mode: 'pass' };
+      if (fault === cutting) fault = pass;
+      for (const connection of [...live]) if (connection.fault === cutting) connection.setFault(pass);
+      return true;
     },
     onClose: (connection) => live.delete(connection),
   };

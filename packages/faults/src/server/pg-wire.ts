@@ -29,6 +29,27 @@ export function isCommitSql(sql: string): boolean {
   return COMMIT_SQL.test(stripLeadingComments(sql));
 }
 
+/**
+ * Whether a statement's SQL writes rows: INSERT, UPDATE, DELETE or MERGE, alone or inside a WITH
+ * (a data-modifying CTE). Outside BEGIN such a statement is its own transaction, so its reply is
+ * the reply to a commit (a store whose appends are single autocommit statements commits that way).
+ */
+export function isWriteSql(sql: string): boolean {
+  const text = stripLeadingComments(sql);
+  return (
+    /^(?:INSERT|UPDATE|DELETE|MERGE)\b/i.test(text) ||
+    /^WITH\b[\s\S]*\b(?:INSERT|UPDATE|DELETE)\b/i.test(text)
+  );
+}
+
+/** What kind of statement a frontend message runs. */
+type StatementKind = 'commit' | 'write' | 'other';
+
+function kindOfSql(sql: string): StatementKind {
+  if (isCommitSql(sql)) return 'commit';
+  return isWriteSql(sql) ? 'write' : 'other';
+}
+
 function cstring(body: Buffer, from: number): { text: string; next: number } | undefined {
   const end = body.indexOf(0, from);
   return end < 0 ? undefined : { text: body.toString('utf8', from, end), next: end + 1 };
@@ -92,51 +113,72 @@ class Framer {
   }
 }
 
+/** Statements of each kind completed in a chunk of the frontend stream. */
+export interface FrontendStatements {
+  /** COMMIT/END. */
+  commits: number;
+  /** INSERT/UPDATE/DELETE/MERGE, also inside a WITH (see {@link isWriteSql}). */
+  writes: number;
+}
+
 /**
- * Watches the frontend (client → server) stream and reports when a COMMIT is sent: a simple Query
- * whose SQL is COMMIT/END, or an extended-protocol Execute of a portal bound to a statement parsed
- * from such SQL (named statements are remembered across messages).
+ * Watches the frontend (client → server) stream and reports when a COMMIT (or a writing
+ * statement) is sent: a simple Query with such SQL, or an extended-protocol Execute of a portal
+ * bound to a statement parsed from it (named statements are remembered across messages). A simple
+ * Query holding several statements counts by its first one.
  */
 export class FrontendCommitWatcher {
   private readonly framer = new Framer(true);
-  private readonly statements = new Map<string, boolean>();
-  private readonly portals = new Map<string, boolean>();
+  private readonly statements = new Map<string, StatementKind>();
+  private readonly portals = new Map<string, StatementKind>();
 
   /** Feeds a chunk; returns how many COMMIT messages were completed in it. */
   feed(chunk: Buffer): number {
-    let commits = 0;
-    this.framer.feed(chunk, (message) => {
-      if (this.isCommit(message)) commits++;
-    });
-    return commits;
+    return this.feedStatements(chunk).commits;
   }
 
-  private isCommit({ type, length, body }: WireMessage): boolean {
+  /** Feeds a chunk; returns how many COMMITs and writing statements were completed in it. */
+  feedStatements(chunk: Buffer): FrontendStatements {
+    const seen: FrontendStatements = { commits: 0, writes: 0 };
+    this.framer.feed(chunk, (message) => {
+      const kind = this.kindOf(message);
+      if (kind === 'commit') seen.commits++;
+      else if (kind === 'write') seen.writes++;
+    });
+    return seen;
+  }
+
+  private kindOf({ type, length, body }: WireMessage): StatementKind {
     const complete = length - 4 === body.length;
     switch (type) {
       case 'Q': {
-        const sql = cstring(body, 0);
-        return complete && sql !== undefined && isCommitSql(sql.text);
+        // A Query longer than the cap is cut: never a COMMIT, but its start still tells a write.
+        const kind = kindOfSql(cstring(body, 0)?.text ?? body.toString('utf8'));
+        return kind === 'commit' && !complete ? 'other' : kind;
       }
       case 'P': {
         const name = cstring(body, 0);
-        if (name === undefined) return false;
+        if (name === undefined) return 'other';
         const sql = cstring(body, name.next);
-        this.statements.set(name.text, complete && sql !== undefined && isCommitSql(sql.text));
-        return false;
+        // A long statement is cut at the cap: it cannot be a COMMIT, but its start tells a write.
+        const text = sql?.text ?? body.toString('utf8', name.next);
+        const kind = kindOfSql(text);
+        this.statements.set(name.text, kind === 'commit' && !complete ? 'other' : kind);
+        return 'other';
       }
       case 'B': {
         const portal = cstring(body, 0);
         const statement = portal && cstring(body, portal.next);
-        if (portal && statement) this.portals.set(portal.text, this.statements.get(statement.text) ?? false);
-        return false;
+        if (portal && statement)
+          this.portals.set(portal.text, this.statements.get(statement.text) ?? 'other');
+        return 'other';
       }
       case 'E': {
         const portal = cstring(body, 0);
-        return portal !== undefined && (this.portals.get(portal.text) ?? false);
+        return portal === undefined ? 'other' : (this.portals.get(portal.text) ?? 'other');
       }
       default:
-        return false;
+        return 'other';
     }
   }
 }
