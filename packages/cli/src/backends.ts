@@ -57,10 +57,21 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
       );
       return { address, store: await open({ path: address.file, ...options }) };
     }
-    case 'postgres':
-      throw new CliError(
-        'UNAVAILABLE',
-        `backend for ${address.text} is not available in this installation (@tidemark/postgres is not shipped yet)`,
+    case 'postgres': {
+      const open = await factory<{ connectionString: string; schema?: string } & StoreOptions>(
+        '@tidemark/postgres',
+        'openPostgresStore',
+        address.text,
       );
+      const schema = address.schema;
+      return {
+        address,
+        store: await open({
+          connectionString: address.url,
+          ...(schema !== undefined && { schema }),
+          ...options,
+        }),
+      };
+    }
   }
 }
