@@ -1,7 +1,8 @@
 /**
  * @packageDocumentation
  * The storage-fault harness of tidemark (SPEC §7): FaultyFs (errno errors, short writes, slow
- * syncs), CrashFs (power loss), error and crash sweeps, real faults, and a report matrix.
+ * syncs), CrashFs (power loss), error and crash sweeps, real faults, a report matrix, and server
+ * faults for PostgreSQL (a TCP fault proxy, a private cluster, server actions, statement faults).
  */
 
 export * from './args.js';
@@ -18,5 +19,6 @@ export * from './model.js';
 export * from './real.js';
 export * from './report.js';
 export * from './runner.js';
+export * from './server/index.js';
 export * from './sweeps.js';
 export * from './workload.js';

@@ -1,17 +1,18 @@
 // Appending: the first batch of a session publishes its log (header and batch in one new file),
-// every later batch goes through the session's writer. Reservations (`create` before the first
-// append) end when an append of theirs lands.
+// every later batch goes through the session's writer. The reservation of a first batch is the
+// store's (core's `Reservations`); the base class ends it once an append lands.
 import {
   assertSameEvents,
   errors,
   nowIso,
   type PreparedEvent,
   planAppend,
+  type Reservation,
   type SessionEvent,
   toIoError,
 } from '@tidemark/core';
 import { assertRealBucket, ensureRoot, logInBuckets } from './catalog.js';
-import type { Pending, StoreContext, Writer } from './context.js';
+import type { StoreContext, Writer } from './context.js';
 import { io, ioOrAbsent, quietly } from './errors.js';
 import { ensureDir, publishFile, writeAll } from './files.js';
 import { encodeBatch, encodeHeader, FORMAT_VERSION } from './format.js';
@@ -24,36 +25,29 @@ import { ensureWriter, lockSession, openWriter, register, retireWriter } from '.
 
 /**
  * Appends a validated batch to session `id` (in its queue): through its writer when it has a log,
- * else as the first batch of this instance's reservation; NOT_FOUND without either.
+ * else as the first batch of `reservation`; NOT_FOUND without either.
  */
 export async function appendToSession(
   ctx: StoreContext,
   id: string,
-  batch: PreparedEvent[],
+  batch: readonly PreparedEvent[],
+  reservation: Reservation | undefined,
 ): Promise<{ nextSeq: number }> {
   const writer = await ensureWriter(ctx, id);
-  if (writer === undefined) {
-    const pending = ctx.pending.get(id);
-    if (pending === undefined) throw errors.notFound(id);
-    return publishFirst(ctx, id, pending, batch);
-  }
-  const result = await appendTo(ctx, writer, batch);
-  // A session materialized by another instance makes this instance's reservation moot once an
-  // append of ours lands there. A refused one (CONFLICT, I/O) keeps it, as the memory model does:
-  // if the other instance deletes the session, this instance's first batch still creates it.
-  ctx.pending.delete(id);
-  return result;
+  if (writer !== undefined) return appendTo(ctx, writer, batch);
+  if (reservation === undefined) throw errors.notFound(id);
+  return publishFirst(ctx, id, reservation, batch);
 }
 
 /** First batch: header and events published together as a new file (temp, fsync, link, dir fsync). */
 async function publishFirst(
   ctx: StoreContext,
   id: string,
-  pending: Pending,
-  batch: PreparedEvent[],
+  reservation: Reservation,
+  batch: readonly PreparedEvent[],
 ): Promise<{ nextSeq: number }> {
   planAppend(id, 0, batch);
-  const paths = sessionPaths(ctx.root, bucketOf(pending.meta.cwd), id);
+  const paths = sessionPaths(ctx.root, bucketOf(reservation.meta.cwd), id);
   await ensureRoot(ctx, id);
   await ensureDir(ctx.fs, paths.dir, ctx.root, id);
   await assertRealBucket(ctx, paths, id);
@@ -69,7 +63,7 @@ async function publishFirst(
     // The time of this append, as the reference model has it: a given createdAt (an import keeps
     // the original's, which another machine's clock may have put in our future) is not a change.
     const at = nowIso();
-    const headerText = encodeHeader(pending.meta, pending.patch);
+    const headerText = encodeHeader(reservation.meta, reservation.patch);
     const bytes = Buffer.from(headerText + encodeBatch(batch, last, at), 'utf8');
     await removeStaleSidecar(ctx, paths, id);
     const published = await publishFile(
@@ -82,7 +76,6 @@ async function publishFirst(
     );
     // Another instance published this id first: append to its log like any other.
     if (!published) return await appendToPublished(ctx, id, paths, lock, batch);
-    ctx.pending.delete(id);
     ctx.buckets.set(id, paths.bucket);
     const handle = await ioOrAbsent(`opening ${paths.log}`, id, () =>
       ctx.fs.open(paths.log, ctx.logFlags),
@@ -100,7 +93,11 @@ async function publishFirst(
       repaired: undefined,
     };
     await register(ctx, writer);
-    await writeFirstSidecar(ctx, writer, pending, { batch, at, headerBytes: Buffer.byteLength(headerText) });
+    await writeFirstSidecar(ctx, writer, reservation, {
+      batch,
+      at,
+      headerBytes: Buffer.byteLength(headerText),
+    });
     return { nextSeq: writer.nextSeq };
   } catch (error) {
     if (lock !== undefined && !ctx.writers.has(id)) await quietly(() => lock.release());
@@ -126,16 +123,16 @@ async function removeStaleSidecar(ctx: StoreContext, paths: SessionPaths, id: st
 async function writeFirstSidecar(
   ctx: StoreContext,
   writer: Writer,
-  pending: Pending,
-  first: { batch: PreparedEvent[]; at: string; headerBytes: number },
+  reservation: Reservation,
+  first: { batch: readonly PreparedEvent[]; at: string; headerBytes: number },
 ): Promise<void> {
   const { paths, id } = writer;
   const folder = new SummaryFolder(undefined, ctx.isBoundary);
   folder.header(
     {
       version: FORMAT_VERSION,
-      meta: { ...pending.meta, formatVersion: FORMAT_VERSION },
-      init: pending.patch,
+      meta: { ...reservation.meta, formatVersion: FORMAT_VERSION },
+      init: reservation.patch,
     },
     first.headerBytes,
   );
@@ -159,21 +156,18 @@ async function writeFirstSidecar(
 
 /**
  * A reserved id's first batch, on the log another instance published (its lock held): appended
- * like any other; the reservation ends once the append succeeds there, and a refused one
- * (CONFLICT, IO) keeps it, as in `append` and the reference model.
+ * like any other (the base class then ends the reservation; a refused one keeps it).
  */
 async function appendToPublished(
   ctx: StoreContext,
   id: string,
   paths: SessionPaths,
   lock: HeldLock | undefined,
-  batch: PreparedEvent[],
+  batch: readonly PreparedEvent[],
 ): Promise<{ nextSeq: number }> {
   const writer = await openWriter(ctx, id, paths, lock);
   if (writer === undefined) throw errors.notFound(id);
-  const result = await appendTo(ctx, writer, batch);
-  ctx.pending.delete(writer.id);
-  return result;
+  return appendTo(ctx, writer, batch);
 }
 
 /**
@@ -183,7 +177,7 @@ async function appendToPublished(
 async function appendTo(
   ctx: StoreContext,
   writer: Writer,
-  batch: PreparedEvent[],
+  batch: readonly PreparedEvent[],
 ): Promise<{ nextSeq: number }> {
   const id = writer.id;
   const plan = planAppend(id, writer.nextSeq, batch);

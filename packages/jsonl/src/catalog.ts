@@ -2,19 +2,17 @@
 // (through their sidecars, so list reads no logs), and the durable creation of the root.
 import { dirname } from 'node:path';
 import {
-  compareForList,
-  encodeCursor,
   errnoOf,
-  isAfterCursor,
   isTidemarkError,
   isValidId,
   type ListProblem,
+  pageOf,
   type SessionPage,
   type SessionSummary,
   toIoError,
   type ValidListQuery,
 } from '@tidemark/core';
-import { assertOpen, type StoreContext } from './context.js';
+import type { StoreContext } from './context.js';
 import { foreignLog, io, ioOrAbsent } from './errors.js';
 import { bucketOf, idOfLogName, isBucketName, type SessionPaths, sessionPaths } from './layout.js';
 import { currentSummary } from './summary.js';
@@ -29,8 +27,8 @@ const LIST_PARALLELISM = 16;
  */
 export async function locate(ctx: StoreContext, id: string): Promise<SessionPaths | undefined> {
   const tried = new Set<string>();
-  const pendingCwd = ctx.pending.get(id)?.meta.cwd;
-  const hints = [ctx.buckets.get(id), ctx.pending.has(id) ? bucketOf(pendingCwd) : undefined];
+  const reservation = ctx.reservations.get(id);
+  const hints = [ctx.buckets.get(id), reservation !== undefined ? bucketOf(reservation.meta.cwd) : undefined];
   for (const bucket of hints) {
     if (bucket === undefined || tried.has(bucket)) continue;
     tried.add(bucket);
@@ -138,15 +136,9 @@ export async function listSessions(ctx: StoreContext, q: ValidListQuery): Promis
       problems.push({ id, error: toIoError(error, `summarizing ${id}`, id) });
     }
   });
-  assertOpen(ctx);
-  const all = summaries
-    .filter((s) => q.cwd === undefined || s.cwd === q.cwd)
-    .filter((s) => q.cursor === undefined || isAfterCursor(s, q.cursor))
-    .sort(compareForList);
-  const sessions = all.slice(0, q.limit);
-  const page: SessionPage = { sessions, problems: problems.sort((a, b) => (a.id < b.id ? -1 : 1)) };
-  if (all.length > q.limit) page.nextCursor = encodeCursor(sessions[sessions.length - 1]!);
-  return page;
+  // Gathering took a while: a store closed meanwhile answers CLOSED, not a page.
+  ctx.assertOpen();
+  return pageOf(summaries, q, problems);
 }
 
 /** Every log in the bucket of `cwd`, or in all buckets, in bucket name order. */

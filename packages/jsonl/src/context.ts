@@ -3,21 +3,18 @@
 // hidden state of its own and none needs to import the store.
 import {
   type BoundaryPredicate,
-  boundaryPredicate,
-  DEFAULT_MAX_EVENT_BYTES,
   type Durability,
-  errors,
   type FileHandlePort,
   type FileSystem,
+  type KeyedQueue,
   nodeFileSystem,
-  type RecoveryReport,
-  type SessionMeta,
+  type Reservations,
+  type ResolvedStoreOptions,
   type StoreOptions,
-  type SummaryPatch,
 } from '@tidemark/core';
 import { defaultRoot, type SessionPaths } from './layout.js';
 import type { HeldLock } from './lock.js';
-import { SessionQueue } from './queue.js';
+import type { TornReason } from './scan.js';
 
 /** Options of {@link openJsonlStore}. */
 export interface JsonlStoreOptions extends StoreOptions {
@@ -50,14 +47,19 @@ export interface Writer {
   sidecarSize: number;
   /** Relaxed durability: batches written since the last fdatasync. */
   unsynced: boolean;
-  /** What opening this writer repaired, until a load reports it. */
-  repaired: RecoveryReport | undefined;
+  /** The torn tail opening this writer set aside, until a load or repair reports it. */
+  repaired: TornRepair | undefined;
 }
 
-/** A session created here but not yet materialized: its first append writes the log. */
-export interface Pending {
-  meta: Omit<SessionMeta, 'formatVersion'>;
-  patch: SummaryPatch;
+/** A torn tail set aside when a writer opened its log. */
+export interface TornRepair {
+  tornBytes: number;
+  quarantinedAt: string;
+  /** Where the fragment started in the log (the log was truncated there). */
+  offset: number;
+  /** The seq the fragment's batch would have started with. */
+  seq: number;
+  reason: TornReason;
 }
 
 /** Settings and shared mutable state of one store instance. */
@@ -71,11 +73,10 @@ export interface StoreContext {
    */
   readonly logFlags: 'r+' | 'r+dsync';
   readonly isBoundary: BoundaryPredicate;
-  readonly limits: { maxEventBytes?: number; maxDepth?: number };
   readonly locking: boolean;
   readonly maxOpenWriters: number;
-  /** Reservations of `create` not yet materialized by a first append. */
-  readonly pending: Map<string, Pending>;
+  /** The store's reservations (read only here): a reserved id's cwd tells where its log would be. */
+  readonly reservations: Pick<Reservations, 'get' | 'has'>;
   /** Open writers, least recently used first. */
   readonly writers: Map<string, Writer>;
   /**
@@ -85,61 +86,45 @@ export interface StoreContext {
   readonly readers: Set<FileHandlePort>;
   /** The bucket each session was last found in. */
   readonly buckets: Map<string, string>;
-  readonly queue: SessionQueue;
+  /** The store's per-session queue: the writer pool asks it which sessions are busy. */
+  readonly queue: KeyedQueue;
   /** Writers being retired outside their session's queue (LRU eviction): a new writer waits for them. */
   readonly retiring: Map<string, Promise<void>>;
-  closed: boolean;
+  /** CLOSED once the store was closed: for work that outlives a call (streams, list gathering). */
+  readonly assertOpen: () => void;
   /** Whether this instance synced the parent of a root it found existing (see `ensureRoot`). */
   rootEntrySynced: boolean;
 }
 
-/** Validates `options` and builds the context of a new store instance. */
-export function createContext(options: JsonlStoreOptions): StoreContext {
-  const durability = options.durability ?? 'strict';
-  if (durability !== 'strict' && durability !== 'relaxed') {
-    throw errors.invalid(`durability must be 'strict' or 'relaxed'`);
-  }
+/** What a store instance shares with its parts: the base class's state and rules. */
+export interface StoreBaseState {
+  settings: ResolvedStoreOptions;
+  reservations: Pick<Reservations, 'get' | 'has'>;
+  queue: KeyedQueue;
+  assertOpen: () => void;
+}
+
+/**
+ * Builds the context of a new store instance. The shared options were validated by the base
+ * class (`settings`); the JSONL-only ones are read here.
+ */
+export function createContext(options: JsonlStoreOptions, base: StoreBaseState): StoreContext {
+  const { durability, isBoundary } = base.settings;
   return {
     root: options.root ?? defaultRoot(),
     fs: options.fs ?? nodeFileSystem,
     durability,
     logFlags: durability === 'strict' ? 'r+dsync' : 'r+',
-    isBoundary: boundaryPredicate(options.boundaryTypes),
-    limits: eventLimits(options),
+    isBoundary,
     locking: (options.lock ?? 'file') === 'file',
     maxOpenWriters: Math.max(1, options.maxOpenWriters ?? 64),
-    pending: new Map(),
+    reservations: base.reservations,
     writers: new Map(),
     readers: new Set(),
     buckets: new Map(),
-    queue: new SessionQueue(),
+    queue: base.queue,
     retiring: new Map(),
-    closed: false,
+    assertOpen: base.assertOpen,
     rootEntrySynced: false,
   };
-}
-
-function eventLimits(options: JsonlStoreOptions): { maxEventBytes?: number; maxDepth?: number } {
-  const limits: { maxEventBytes?: number; maxDepth?: number } = {};
-  if (options.maxEventBytes !== undefined) {
-    // The log's reader accepts lines of one largest event plus framing; a store that accepted
-    // larger events would acknowledge lines that it (and every other reader) then calls corrupt.
-    if (
-      !Number.isSafeInteger(options.maxEventBytes) ||
-      options.maxEventBytes < 1 ||
-      options.maxEventBytes > DEFAULT_MAX_EVENT_BYTES
-    ) {
-      throw errors.invalid(
-        `maxEventBytes must be an integer from 1 to ${DEFAULT_MAX_EVENT_BYTES} (the longest event a JSONL log holds), got ${String(options.maxEventBytes)}`,
-      );
-    }
-    limits.maxEventBytes = options.maxEventBytes;
-  }
-  if (options.maxDepth !== undefined) limits.maxDepth = options.maxDepth;
-  return limits;
-}
-
-/** CLOSED once the store was closed. */
-export function assertOpen(ctx: StoreContext): void {
-  if (ctx.closed) throw errors.closed();
 }

@@ -42,10 +42,7 @@ export {
   JsonlStore,
   type JsonlStoreOptions,
   openJsonlStore,
-  type RepairOptions,
-  type RepairReport,
   repairSession,
-  type VerifyReport,
   verifySession,
 } from './store.js';
 export { decodeSidecar, encodeSidecar, type Sidecar } from './summary.js';

@@ -1,5 +1,5 @@
 // The storage side of load, update and delete of a materialized session (each run in the
-// session's queue). Reservations of sessions not yet written are the caller's (store.ts).
+// session's queue). Reservations of sessions not yet written are the base class's (core).
 import {
   applyPatch,
   commitStateOf,
@@ -11,14 +11,15 @@ import {
   type RecoveryReport,
   type SessionSummary,
   type SummaryPatch,
+  summaryAfterCut,
 } from '@tidemark/core';
 import { assertRealBucket, locate } from './catalog.js';
 import type { StoreContext, Writer } from './context.js';
 import { foreignLog, io, ioOrAbsent, problemError, quietly } from './errors.js';
 import type { SessionPaths } from './layout.js';
 import { flatten, readWhole, type WholeLog } from './reader.js';
+import { cutTail } from './repair.js';
 import { currentSummary, readSidecar, replaceSidecarDurably } from './summary.js';
-import { cutTail } from './verify.js';
 import { syncUnsynced } from './writer.js';
 import { ensureWriter, lockSession, retireWriter, writerForRepair } from './writers.js';
 
@@ -45,7 +46,7 @@ export async function loadSession(
   if (header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
   const events = flatten(log.batches);
   const state = commitStateOf(events, ctx.isBoundary);
-  const summary = { ...log.summary!, eventCount: events.length, ...state };
+  const summary = summaryAfterCut(log.summary!, { ...state, eventCount: events.length });
   return loadedSession(header.meta, summary, events, state, recovered);
 }
 
@@ -60,11 +61,14 @@ async function repairForLoad(
   if (log.end.torn === undefined && !wantsCut) return undefined;
   const writer = await writerForRepair(ctx, id, log.end.torn !== undefined, wantsCut);
   if (writer === undefined) return undefined;
-  let recovered = writer.repaired;
+  const torn = writer.repaired;
   writer.repaired = undefined;
+  let recovered: RecoveryReport | undefined =
+    torn === undefined ? undefined : { tornBytes: torn.tornBytes, quarantinedAt: torn.quarantinedAt };
   if (wantsCut) {
     const cut = await cutTail(ctx, writer);
-    if (cut !== undefined) recovered = { ...recovered, ...cut };
+    if (cut !== undefined)
+      recovered = { ...recovered, cutEvents: cut.cutEvents, quarantinedAt: cut.quarantinedAt };
   }
   return { log: await readWhole(ctx, writer.paths, id), recovered };
 }
@@ -102,9 +106,9 @@ function noteUpdate(writer: Writer, next: SessionSummary): void {
 
 /**
  * Removes a session's log and sidecar under its lock; `absent` when it has no log (or it vanished
- * meanwhile). With `ifUpdatedAt`, CONFLICT unless the session's updatedAt is that. Once the log is
- * removed this instance's reservation of the id ends too; a refused delete (CONFLICT, IO) keeps it,
- * as the memory model and sqlite do.
+ * meanwhile). With `ifUpdatedAt`, CONFLICT unless the session's updatedAt is that. The base class
+ * ends this instance's reservation of the id when this resolves; a refused delete (CONFLICT, IO,
+ * including a failed directory sync after the unlink) keeps it.
  */
 export async function deleteStored(
   ctx: StoreContext,
@@ -144,8 +148,6 @@ async function removeLogThenSidecar(
     ctx.fs.unlink(paths.log).then(() => true),
   );
   if (removed === undefined) return 'absent';
-  // This instance's reservation ends with the removal, whatever the syncs below then do.
-  ctx.pending.delete(id);
   await io(`syncing ${paths.dir}`, id, () => ctx.fs.syncDir(paths.dir));
   await ioOrAbsent(`removing ${paths.summary}`, id, () => ctx.fs.unlink(paths.summary));
   await io(`syncing ${paths.dir}`, id, () => ctx.fs.syncDir(paths.dir));

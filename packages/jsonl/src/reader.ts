@@ -4,7 +4,7 @@
 // instance (torn-tail repair, cut, delete), so an anomaly is confirmed before it is reported.
 import { errors, type FileHandlePort, type SessionEvent, type SessionSummary } from '@tidemark/core';
 import { locate } from './catalog.js';
-import { assertOpen, type StoreContext } from './context.js';
+import type { StoreContext } from './context.js';
 import { foreignLog, io, ioOrAbsent, problemError, quietly } from './errors.js';
 import type { LogHeader } from './format.js';
 import type { SessionPaths } from './layout.js';
@@ -107,7 +107,7 @@ class LogStream {
     const { ctx, paths, id } = this;
     for (;;) {
       // Resumed after close(): the descriptor is gone, and the answer is CLOSED, not an IO error.
-      assertOpen(ctx);
+      ctx.assertOpen();
       const from = this.position;
       const handle = this.handle;
       const n = await io(`reading ${paths.log}`, id, () =>
@@ -124,7 +124,6 @@ class LogStream {
       }
       for (const batch of batches) {
         for (const event of batch.events) {
-          assertOpen(ctx);
           if (event.seq > toSeq) return true;
           if (event.seq >= fromSeq) yield event;
         }
@@ -151,7 +150,7 @@ class LogStream {
     if (current === undefined) return false; // deleted under the stream: it ends there
     this.handle = current;
     ctx.readers.add(current);
-    assertOpen(ctx);
+    ctx.assertOpen();
     const mark = this.keeper.mark;
     if (mark !== undefined && !(await this.markHolds(current, mark))) return false;
     if (mark?.offset !== this.rereadAt) {

@@ -2,8 +2,8 @@
 // a writer opens a log, an interrupted tail cut on request, a corrupt end dropped on request: in
 // every case the bytes removed go to quarantine first (files.ts), then the log is shortened, so a
 // repair destroys nothing. Acquiring the writer and its lock is the caller's (writers.ts).
-import { commitStateOf, type FileHandlePort, type RecoveryReport, type SessionSummary } from '@tidemark/core';
-import type { StoreContext, Writer } from './context.js';
+import { commitStateOf, type FileHandlePort, summaryAfterCut } from '@tidemark/core';
+import type { StoreContext, TornRepair, Writer } from './context.js';
 import { foreignLog, io, problemError, quietly } from './errors.js';
 import { publishFile, quarantineRange, scanHandle, writeAll } from './files.js';
 import { encodeBatch } from './format.js';
@@ -34,13 +34,14 @@ export async function recoverOpenedLog(
   });
   if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
   if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
-  let repaired: RecoveryReport | undefined;
+  let repaired: TornRepair | undefined;
   if (end.torn !== undefined) {
     // Set the torn bytes aside first, then cut them off: a new line never joins a torn one.
-    const at = await quarantineRange(ctx.fs, ctx.root, id, 'torn', handle, end.torn.offset, end.torn.length);
+    const { offset, length, reason } = end.torn;
+    const at = await quarantineRange(ctx.fs, ctx.root, id, 'torn', handle, offset, length);
     await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
     await io(`syncing ${paths.log}`, id, () => handle.datasync());
-    repaired = { tornBytes: end.torn.length, quarantinedAt: at };
+    repaired = { tornBytes: length, quarantinedAt: at, offset, seq: end.nextSeq, reason };
   } else if ((committedSizeOf(sidecar, header) ?? -1) < end.committedBytes) {
     // Bytes no sidecar counted yet may be a relaxed writer's unsynced batches, left by a process
     // that died: make them durable before this writer's sidecar counts them (see settleTear).
@@ -71,6 +72,8 @@ export interface CutPlan {
   /** The kept events of that batch re-framed, when the boundary sits inside it. */
   reframed: Buffer | undefined;
   newSize: number;
+  /** Bytes copied to quarantine: from `offset` to the end of the log. */
+  quarantinedBytes: number;
   firstCut: number;
   cutEvents: number;
   quarantinedAt: string;
@@ -90,6 +93,7 @@ export async function prepareCut(ctx: StoreContext, writer: Writer): Promise<Cut
   if (!state.interrupted) return undefined;
   const firstCut = state.committedSeq + 1;
   const batch: ScanBatch = log.batches.find((b) => b.events[b.events.length - 1]!.seq >= firstCut)!;
+  const quarantinedBytes = writer.size - batch.offset;
   const quarantinedAt = await quarantineRange(
     ctx.fs,
     ctx.root,
@@ -97,18 +101,14 @@ export async function prepareCut(ctx: StoreContext, writer: Writer): Promise<Cut
     'tail',
     writer.handle!,
     batch.offset,
-    writer.size - batch.offset,
+    quarantinedBytes,
   );
   const inPlace = batch.events[0]!.seq === firstCut;
   const kept = batch.events.filter((e) => e.seq < firstCut).map((event) => ({ json: JSON.stringify(event) }));
   const reframed = inPlace ? undefined : Buffer.from(encodeBatch(kept, state.committedSeq, batch.at), 'utf8');
   const newSize = batch.offset + (reframed?.length ?? 0);
   // As in the reference model a cut changes the counts and the commit state only.
-  const summary: SessionSummary = {
-    ...log.summary!,
-    eventCount: firstCut,
-    ...commitStateOf(events.slice(0, firstCut), ctx.isBoundary),
-  };
+  const summary = summaryAfterCut(log.summary!, events.slice(0, firstCut), ctx.isBoundary);
   await writeSidecar(
     ctx.fs,
     writer.paths.dir,
@@ -117,7 +117,7 @@ export async function prepareCut(ctx: StoreContext, writer: Writer): Promise<Cut
     { syncDir: true, sessionId: id },
   );
   const cutEvents = events.length - firstCut;
-  return { offset: batch.offset, reframed, newSize, firstCut, cutEvents, quarantinedAt };
+  return { offset: batch.offset, reframed, newSize, quarantinedBytes, firstCut, cutEvents, quarantinedAt };
 }
 
 /**
@@ -152,6 +152,18 @@ export async function applyCut(ctx: StoreContext, writer: Writer, plan: CutPlan)
   await reopenHandle(ctx, writer);
 }
 
+/** The damaged end of a corrupt log, set aside by {@link dropCorruptEnd}. */
+export interface DroppedEnd {
+  /** Where the damage starts: the end of the last good batch, where the log was truncated. */
+  offset: number;
+  bytes: number;
+  /** The seq the first damaged event would have had. */
+  seq: number;
+  /** What the scan found wrong there. */
+  damage: string;
+  path: string;
+}
+
 /**
  * `repair({ dropCorrupt })` on the log open on `handle` (its lock held): quarantines everything
  * from the end of the last good batch of a corrupt log and truncates it there. Undefined when the
@@ -162,7 +174,7 @@ export async function dropCorruptEnd(
   handle: FileHandlePort,
   paths: SessionPaths,
   id: string,
-): Promise<{ bytes: number; path: string } | undefined> {
+): Promise<DroppedEnd | undefined> {
   const scanned = await scanHandle(handle, `reading ${paths.log}`, id, {});
   // The same reading as load's: a tear inside what the sidecar counted is damage to drop.
   const end = await settledAgainstSidecar(ctx, scanned, paths, id);
@@ -180,5 +192,6 @@ export async function dropCorruptEnd(
   );
   await io(`truncating ${paths.log}`, id, () => handle.truncate(end.committedBytes));
   await io(`syncing ${paths.log}`, id, () => handle.datasync());
-  return { bytes: size - end.committedBytes, path };
+  const offset = end.committedBytes;
+  return { offset, bytes: size - offset, seq: end.nextSeq, damage: end.problem.message, path };
 }

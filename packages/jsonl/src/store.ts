@@ -1,147 +1,113 @@
-// The JSONL store: the operations of SPEC §4. This class only checks its arguments, keeps each
-// session's operations in order, applies the reservation rules of `create`, and hands the storage
-// work to the modules below it:
+// The JSONL store. Every rule of the contract (argument validation, CLOSED, per-session order, the
+// lazy-create reservations, the shape of verify and repair) is core's SessionStoreBase; this class
+// implements its storage hooks by handing the work to the modules below it:
 //   append.ts      first publish and later appends          writer.ts   one writer's write/sync/rollback
 //   writers.ts     the writer pool and its locks              reader.ts   whole-log reads and streams
 //   catalog.ts     buckets, locate, list through sidecars     summary.ts  sidecar summaries
 //   operations.ts  load, update, delete of a stored session   recovery.ts what a scan means, quarantine
-//   verify.ts      verify and explicit repair                 context.ts  the state they share
+//   verify.ts      read-only verify                           repair.ts   explicit repair, tail cut
+//   context.ts     the state they share
 import {
-  applyPatch,
-  assertValidId,
-  type CreateInit,
-  type DeleteOptions,
-  emptySummary,
-  errors,
-  generateId,
-  type ListQuery,
+  type AppendResult,
+  isTidemarkError,
   type LoadedSession,
-  type LoadOptions,
-  prepareBatch,
-  type ReadRange,
+  type PreparedEvent,
+  type RepairOptions,
+  type RepairReport,
+  type Reservation,
   type SessionEvent,
-  type SessionMeta,
+  type SessionHealth,
   type SessionPage,
-  type SessionStore,
+  SessionStoreBase,
   type SessionSummary,
   type SummaryPatch,
+  type TailPolicy,
   toIoError,
-  validateCreate,
-  validateDeleteOptions,
-  validateListQuery,
-  validateLoadOptions,
-  validatePatch,
-  validateRange,
+  type ValidListQuery,
+  type VerifyReport,
 } from '@tidemark/core';
 import { appendToSession } from './append.js';
 import { listSessions, locate } from './catalog.js';
-import { assertOpen, createContext, type JsonlStoreOptions, type StoreContext } from './context.js';
+import { createContext, type JsonlStoreOptions, type StoreContext } from './context.js';
 import { quietly } from './errors.js';
 import { FORMAT_VERSION } from './format.js';
 import { deleteStored, loadSession, updateStored } from './operations.js';
 import { readEvents } from './reader.js';
-import { type RepairOptions, type RepairReport, repairLog, type VerifyReport, verifyLog } from './verify.js';
+import { repairLog } from './repair.js';
+import { verifyLog } from './verify.js';
 import { retireWriter } from './writers.js';
 
 export type { JsonlStoreOptions } from './context.js';
-export type { RepairOptions, RepairReport, VerifyReport } from './verify.js';
 
 /**
- * The crash-safe JSONL backend. Use {@link openJsonlStore}; the class is exported for the
- * `repair` method the CLI needs.
+ * The crash-safe JSONL backend. Use {@link openJsonlStore}. Its `verify` and `repair` (core's
+ * maintenance interface) report torn tails and corruption with the log file and byte offsets;
+ * repair moves everything it removes to `<root>/.quarantine/` first.
  */
-export class JsonlStore implements SessionStore {
+export class JsonlStore extends SessionStoreBase {
   /** The store root. */
   readonly root: string;
+  protected readonly formatVersion = FORMAT_VERSION;
   private readonly ctx: StoreContext;
 
+  /** @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits). */
   constructor(options: JsonlStoreOptions = {}) {
-    this.ctx = createContext(options);
+    super(options, 'openJsonlStore');
+    this.ctx = createContext(options, {
+      settings: this.settings,
+      reservations: this.reservations,
+      queue: this.queue,
+      assertOpen: () => this.assertOpen(),
+    });
     this.root = this.ctx.root;
   }
 
-  async create(init?: CreateInit): Promise<SessionMeta> {
-    this.assertOpen();
-    const { meta, patch } = validateCreate(init, generateId);
-    return this.exclusive(meta.id, async () => {
-      if (this.ctx.pending.has(meta.id) || (await locate(this.ctx, meta.id)) !== undefined)
-        throw errors.alreadyExists(meta.id);
-      this.ctx.pending.set(meta.id, { meta, patch });
-      return { ...structuredClone(meta), formatVersion: FORMAT_VERSION };
+  /** Every queued step's fault that is no TidemarkError (a bug, a fault-hook throw) is IO. */
+  protected override exclusive<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    return super.exclusive(id, async () => {
+      try {
+        return await fn();
+      } catch (error) {
+        throw isTidemarkError(error) ? error : toIoError(error, `operating on ${id}`, id);
+      }
     });
   }
 
-  async append(id: string, events: readonly SessionEvent[]): Promise<{ nextSeq: number }> {
-    this.assertOpen();
-    assertValidId(id);
-    const batch = prepareBatch(events, this.ctx.limits, id);
-    return this.exclusive(id, () => appendToSession(this.ctx, id, batch));
-  }
-
-  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
-    this.assertOpen();
-    assertValidId(id);
-    const tail = validateLoadOptions(options);
-    return this.exclusive(id, () => loadSession(this.ctx, id, tail));
-  }
-
-  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
-    const ctx = this.ctx;
-    return {
-      async *[Symbol.asyncIterator]() {
-        assertOpen(ctx);
-        assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        yield* readEvents(ctx, id, fromSeq, toSeq);
-      },
-    };
-  }
-
-  async list(query?: ListQuery): Promise<SessionPage> {
-    this.assertOpen();
-    return listSessions(this.ctx, validateListQuery(query));
-  }
-
-  async has(id: string): Promise<boolean> {
-    this.assertOpen();
-    assertValidId(id);
+  protected async storageHas(id: string): Promise<boolean> {
     return (await locate(this.ctx, id)) !== undefined;
   }
 
-  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
-    this.assertOpen();
-    assertValidId(id);
-    const valid = validatePatch(patch);
-    return this.exclusive(id, async () => {
-      const stored = await updateStored(this.ctx, id, valid);
-      if (stored !== undefined) return stored;
-      const pending = this.ctx.pending.get(id);
-      if (pending === undefined) throw errors.notFound(id);
-      const merged = { ...pending.patch, ...valid };
-      const summary = applyPatch(emptySummary(pending.meta), merged, pending.meta.createdAt);
-      pending.patch = merged;
-      return summary;
-    });
+  protected storageAppend(
+    id: string,
+    batch: readonly PreparedEvent[],
+    reservation: Reservation | undefined,
+  ): Promise<AppendResult> {
+    return appendToSession(this.ctx, id, batch, reservation);
   }
 
-  async delete(id: string, options?: DeleteOptions): Promise<void> {
-    this.assertOpen();
-    assertValidId(id);
-    const ifUpdatedAt = validateDeleteOptions(options);
-    return this.exclusive(id, async () => {
-      // `deleted` ended the reservation too; `absent` finds at most the reservation.
-      if ((await deleteStored(this.ctx, id, ifUpdatedAt)) === 'deleted') return;
-      if (!this.ctx.pending.delete(id)) throw errors.notFound(id);
-    });
+  protected storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
+    return loadSession(this.ctx, id, tail);
   }
 
-  async close(): Promise<void> {
+  protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
+    return readEvents(this.ctx, id, fromSeq, toSeq);
+  }
+
+  protected storageList(query: ValidListQuery): Promise<SessionPage> {
+    return listSessions(this.ctx, query);
+  }
+
+  protected storageUpdate(id: string, patch: SummaryPatch): Promise<SessionSummary | undefined> {
+    return updateStored(this.ctx, id, patch);
+  }
+
+  protected storageDelete(id: string, ifUpdatedAt: string | undefined): Promise<'deleted' | 'absent'> {
+    return deleteStored(this.ctx, id, ifUpdatedAt);
+  }
+
+  /** Retires every writer (sidecars refreshed, locks released) and closes what streams still hold. */
+  protected async storageClose(): Promise<void> {
     const ctx = this.ctx;
-    if (ctx.closed) return;
-    ctx.closed = true;
-    // Operations already under way may still open a writer (a first append takes a lock and keeps
-    // a descriptor): let them finish first, so that close releases what they leave.
-    await ctx.queue.drain();
     let failure: unknown;
     for (const id of [...ctx.writers.keys()]) {
       try {
@@ -152,54 +118,32 @@ export class JsonlStore implements SessionStore {
     }
     for (const handle of ctx.readers) await quietly(() => handle.close());
     ctx.readers.clear();
-    ctx.pending.clear();
     if (failure !== undefined) throw toIoError(failure, 'closing the store');
   }
 
-  /**
-   * Explicit repair (for `tidemark repair`): sets torn bytes aside, with `tail: 'cut'` the
-   * interrupted tail, and with `dropCorrupt` everything from the first damaged byte of a corrupt
-   * log. Every removed byte goes to `<root>/.quarantine/` first.
-   */
-  async repair(id: string, options: RepairOptions = {}): Promise<RepairReport> {
-    this.assertOpen();
-    assertValidId(id);
-    return this.exclusive(id, () => repairLog(this.ctx, id, options));
-  }
-
-  /** Checks a log without changing anything (see `verifySession`). Bounded memory. */
-  async verify(id: string): Promise<VerifyReport> {
-    this.assertOpen();
-    assertValidId(id);
+  protected storageVerify(id: string): Promise<SessionHealth> {
     return verifyLog(this.ctx, id);
   }
 
-  private assertOpen(): void {
-    assertOpen(this.ctx);
-  }
-
-  /** Runs `step` after every earlier operation of this instance on session `id`, if still open. */
-  private exclusive<T>(id: string, step: () => Promise<T>): Promise<T> {
-    return this.ctx.queue.run(id, async () => {
-      this.assertOpen();
-      return step();
-    });
+  protected storageRepair(id: string, options: Required<RepairOptions>): Promise<RepairReport> {
+    return repairLog(this.ctx, id, options);
   }
 }
 
 /**
  * Opens the crash-safe JSONL store at `options.root`. Opening touches nothing on disk: the root is
  * created by the first append.
+ * @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits).
  */
 export async function openJsonlStore(options: JsonlStoreOptions = {}): Promise<JsonlStore> {
   return new JsonlStore(options);
 }
 
-/** Checks a session's log without modifying anything (no repair, no lock, no sidecar write). */
+/** Checks one session's log without modifying anything (no repair, no lock, no sidecar write). */
 export async function verifySession(options: JsonlStoreOptions, id: string): Promise<VerifyReport> {
   const store = await openJsonlStore(options);
   try {
-    return await store.verify(id);
+    return await store.verify({ id });
   } finally {
     await store.close();
   }
@@ -212,7 +156,7 @@ export async function verifySession(options: JsonlStoreOptions, id: string): Pro
 export async function repairSession(
   options: JsonlStoreOptions,
   id: string,
-  repair: RepairOptions = {},
+  repair?: RepairOptions,
 ): Promise<RepairReport> {
   const store = await openJsonlStore(options);
   try {

@@ -39,7 +39,7 @@ describe('a log whose header names another session (a copied file)', () => {
       (error: unknown) => (isTidemarkError(error, 'CORRUPT') ? 'CORRUPT' : error),
     );
     expect(loaded).toBe('CORRUPT');
-    expect((await reader.verify('b')).status).toBe('corrupt');
+    expect((await reader.verify({ id: 'b' })).sessions[0]?.status).toBe('corrupt');
     await expect(reader.append('b', [ev(2, 'turn/end')])).rejects.toMatchObject({ code: 'CORRUPT' });
     await reader.close();
   });

@@ -89,8 +89,18 @@ describe('torn tails', () => {
     expect((await collect(store, 's')).map((e) => e.seq)).toEqual([0, 1, 2, 3]);
     await store.close();
     const report = await verifySession({ root }, 's');
-    expect(report).toMatchObject({ status: 'torn', eventCount: 4, committedSeq: 1, interrupted: true });
-    expect(report.torn).toMatchObject({ length: 7, reason: 'partial-line' });
+    expect(report.sessions[0]).toMatchObject({ status: 'torn', eventCount: 4, committedSeq: 1 });
+    const torn = bytes.length - 7;
+    expect(report.problems).toMatchObject([
+      {
+        kind: 'torn',
+        offset: torn,
+        bytes: 7,
+        file: paths.log,
+        message: expect.stringContaining('(partial-line)'),
+      },
+      { kind: 'interrupted', seq: 2 },
+    ]);
     expect(readFileSync(paths.log).equals(bytes)).toBe(true);
   });
 });
@@ -154,13 +164,25 @@ describe('corruption', () => {
     await expect(collect(store, 's')).rejects.toMatchObject({ code: 'CORRUPT' });
     await expect(store.append('s', evs(2, 1))).rejects.toMatchObject({ code: 'CORRUPT' });
     await store.close();
-    expect(await verifySession({ root }, 's')).toMatchObject({ status: 'corrupt', problem: { offset } });
+    expect((await verifySession({ root }, 's')).problems).toMatchObject([
+      { kind: 'corrupt', sessionId: 's', offset, file: paths.log },
+    ]);
     // Nothing was repaired away: the log is as it was, and nothing went to quarantine.
     expect(readFileSync(paths.log).equals(damaged)).toBe(true);
     expect(() => readdirSync(join(root, QUARANTINE_DIR))).toThrow();
     // The explicit repair reads it the same way, and sets the damaged end aside.
     const report = await repairSession({ root }, 's', { dropCorrupt: true });
     expect(report).toMatchObject({ corruptBytes: damaged.length - offset, eventCount: 0 });
+    expect(report.removed).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        sessionId: 's',
+        offset,
+        bytes: damaged.length - offset,
+        file: paths.log,
+        quarantinedAt: report.quarantined[0],
+      }),
+    ]);
     expect(quarantined(root)[0]!.bytes.equals(damaged.subarray(offset))).toBe(true);
     const after = await openJsonlStore({ root });
     expect(await after.append('s', evs(0, 1, true))).toEqual({ nextSeq: 1 });
@@ -288,11 +310,23 @@ describe('corruption', () => {
     const page = await store.list();
     expect(page.sessions.map((s) => s.id).concat(page.problems.map((p) => p.id))).toEqual(['s']);
     await store.close();
-    expect(await verifySession({ root }, 's')).toMatchObject({ status: 'corrupt', problem: { offset } });
+    expect((await verifySession({ root }, 's')).problems).toMatchObject([
+      { kind: 'corrupt', sessionId: 's', offset, file: paths.log },
+    ]);
     expect(readFileSync(paths.log).equals(damaged)).toBe(true);
 
     const report = await repairSession({ root }, 's', { dropCorrupt: true });
     expect(report).toMatchObject({ corruptBytes: damaged.length - offset, eventCount: 2 });
+    expect(report.removed).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        sessionId: 's',
+        offset,
+        bytes: damaged.length - offset,
+        file: paths.log,
+        quarantinedAt: report.quarantined[0],
+      }),
+    ]);
     expect(quarantined(root)[0]!.bytes.equals(damaged.subarray(offset))).toBe(true);
     const after = await openJsonlStore({ root });
     expect((await after.load('s')).events.map((e) => e.seq)).toEqual([0, 1]);

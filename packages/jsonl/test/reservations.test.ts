@@ -49,3 +49,41 @@ describe('a first append that finds another instance published the id after it l
     await b.close();
   });
 });
+
+describe('a delete that fails after removing the log', () => {
+  // Guards: the reservation ends only when delete succeeds (core's rule): a directory sync failing
+  // after the unlink is a refused delete, and this instance's first batch still creates the session.
+  it('keeps the reservation of the deleting instance when the directory sync after the unlink fails', async () => {
+    const root = tempDir();
+    // Armed: the first directory sync after a log was unlinked fails.
+    let armed = false;
+    let failSync = false;
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async unlink(path) {
+        await nodeFileSystem.unlink(path);
+        if (armed && path.endsWith('.jsonl')) failSync = true;
+      },
+      async syncDir(path) {
+        if (failSync) {
+          failSync = armed = false;
+          throw Object.assign(new Error('EIO: injected'), { code: 'EIO' });
+        }
+        return nodeFileSystem.syncDir(path);
+      },
+    };
+    const a = await openJsonlStore({ root, fs });
+    const b = await openJsonlStore({ root });
+    await a.create({ id: 's', title: 'a' });
+    await b.create({ id: 's', title: 'b' });
+    expect(await b.append('s', [ev(0, 'turn/end')])).toEqual({ nextSeq: 1 });
+    armed = true;
+    await expect(a.delete('s')).rejects.toMatchObject({ code: 'IO' });
+    expect(await a.has('s')).toBe(false);
+    await expect(a.create({ id: 's' })).rejects.toMatchObject({ code: 'ALREADY_EXISTS' });
+    expect(await a.append('s', [ev(0, 'note')])).toEqual({ nextSeq: 1 });
+    expect((await b.load('s')).summary.title).toBe('a');
+    await a.close();
+    await b.close();
+  });
+});

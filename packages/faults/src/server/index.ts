@@ -1,0 +1,6 @@
+// Server-only faults for engine backends that talk to a PostgreSQL server.
+export * from './fault-proxy.js';
+export * from './pg-wire.js';
+export * from './private-cluster.js';
+export * from './server-actions.js';
+export * from './statement-faults.js';
