@@ -141,3 +141,17 @@ function describe(value: unknown): string {
   if (typeof value === 'bigint') return `${value}n (BigInt)`;
   return String(value);
 }
+
+/**
+ * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made
+ * (saving a second `JSON.stringify` of a possibly large payload), for backends that store `data`
+ * in a column of its own. Falls back to stringifying when the serialization is not laid out as
+ * expected.
+ */
+export function dataJsonOf(prepared: PreparedEvent): string {
+  const { seq, type, time, data } = prepared.event;
+  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
+  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
+    return prepared.json.slice(head.length, -1);
+  return JSON.stringify(data);
+}

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isIsoTime, prepareBatch, prepareEvent, TidemarkError } from '../src/index.js';
+import { dataJsonOf, isIsoTime, prepareBatch, prepareEvent, TidemarkError } from '../src/index.js';
 
 const time = '2026-11-29T10:00:00.000Z';
 
@@ -77,5 +78,30 @@ describe('prepareBatch', () => {
       expect((error as TidemarkError).sessionId).toBe('abc');
     }
     expect.assertions(1);
+  });
+});
+
+describe('dataJsonOf', () => {
+  it('equals JSON.stringify(data) for any event', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(),
+        fc.string({ minLength: 1, maxLength: 20 }),
+        fc.jsonValue().filter((v) => !Object.is(v, -0)),
+        (seq, type, data) => {
+          let prepared: ReturnType<typeof prepareEvent>;
+          try {
+            prepared = prepareEvent({ seq, type, time: '2026-01-01T00:00:00Z', data }, 'e');
+          } catch {
+            return; // not an event the store would accept (e.g. -0 nested)
+          }
+          expect(dataJsonOf(prepared)).toBe(JSON.stringify(prepared.event.data));
+        },
+      ),
+    );
+  });
+  it('falls back when the serialization is laid out differently', () => {
+    const event = { seq: 1, type: 'x', time: 't', data: { a: 1 } };
+    expect(dataJsonOf({ event, json: 'unexpected', bytes: 10 })).toBe('{"a":1}');
   });
 });

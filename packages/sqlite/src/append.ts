@@ -5,23 +5,22 @@ import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  dataJsonOf,
   emptySummary,
   errors,
   nextUpdatedAt,
   nowIso,
   type PreparedEvent,
   planAppend,
+  type Reservation,
   type SessionEvent,
-  type SessionMeta,
   type SessionSummary,
-  type SummaryPatch,
   summaryAfterAppend,
 } from '@tidemark/core';
 import type { SqliteConnection } from './connection.js';
 import { appendError } from './errors.js';
 import {
   type AppendHeadRow,
-  dataJsonOf,
   decodeAppendHead,
   decodeEventRows,
   type EventRow,
@@ -29,12 +28,6 @@ import {
   summaryColumns,
 } from './rows.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
-
-/** A session created but not yet stored: its first append writes the sessions row from this. */
-export interface Reservation {
-  meta: Omit<SessionMeta, 'formatVersion'>;
-  patch: SummaryPatch;
-}
 
 /**
  * Appends `batch` (validated) to session `id`, stored or reserved (`reservation`, when this store
@@ -51,25 +44,12 @@ export function appendBatch(
   // Relaxed durability defers syncs to boundary events: a batch that closes a unit of work
   // commits with synchronous=FULL, whose WAL fsync also makes every earlier commit durable.
   const syncNow = conn.relaxed && batch.some((item) => conn.isBoundary(item.event));
+  const write = () =>
+    conn.transaction('write', context, () => appendInTransaction(conn, id, batch, reservation));
   try {
-    if (syncNow) conn.run(context, 'PRAGMA synchronous', () => conn.db.pragma('synchronous = FULL'));
-    return conn.transaction('write', context, () => appendInTransaction(conn, id, batch, reservation));
+    return syncNow ? conn.durably(context, write) : write();
   } catch (error) {
     throw appendError(error, id);
-  } finally {
-    if (syncNow && !conn.closed) restoreRelaxedSync(conn, id);
-  }
-}
-
-/** Back to synchronous=NORMAL after a boundary batch. Its failure is harmless. */
-function restoreRelaxedSync(conn: SqliteConnection, id: string): void {
-  try {
-    // Outside any transaction: the pragma is refused inside one.
-    conn.settle();
-    conn.step('PRAGMA synchronous', id);
-    conn.db.pragma('synchronous = NORMAL');
-  } catch {
-    // Staying at FULL is only slower, never less safe.
   }
 }
 

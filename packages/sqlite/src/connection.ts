@@ -2,10 +2,10 @@
 // step, short transactions that are always ended, and driver errors mapped with their location.
 // The operation modules (append, read, update-delete) run their statements through it.
 import { resolve } from 'node:path';
-import { type BoundaryPredicate, boundaryPredicate, errors, toIoError } from '@tidemark/core';
+import { type BoundaryPredicate, type ResolvedStoreOptions, toIoError } from '@tidemark/core';
 import type Database from 'better-sqlite3';
 import { mapSqliteError, type SqliteErrorContext, sessionRowDamaged } from './errors.js';
-import type { SqliteStorageStep, SqliteStoreOptions, StepHook } from './options.js';
+import type { SqliteStorageStep, StepHook } from './options.js';
 import { prepareStatements, type Statements } from './statements.js';
 import { syncWalFile, walToSyncOnClose } from './wal.js';
 
@@ -15,7 +15,6 @@ export class SqliteConnection {
   readonly isBoundary: BoundaryPredicate;
   /** `durability: 'relaxed'`: commits sync only at boundary batches. */
   readonly relaxed: boolean;
-  closed = false;
   private readonly hook: StepHook | undefined;
   /** The WAL file close() syncs (relaxed durability), as an absolute path. */
   private readonly walOnClose: string | undefined;
@@ -23,16 +22,17 @@ export class SqliteConnection {
   constructor(
     readonly db: Database.Database,
     readonly file: string,
-    options: SqliteStoreOptions,
+    settings: ResolvedStoreOptions,
+    hook: StepHook | undefined,
     private readonly fsync: (fd: number) => void,
   ) {
-    this.isBoundary = boundaryPredicate(options.boundaryTypes);
+    this.isBoundary = settings.isBoundary;
     this.stmts = prepareStatements(db);
-    this.relaxed = options.durability === 'relaxed';
+    this.relaxed = settings.durability === 'relaxed';
     // Resolved now: SQLite opened the file relative to the working directory of this moment, and
     // a later chdir must not make close() sync some other file.
-    this.walOnClose = walToSyncOnClose(file === ':memory:' ? file : resolve(file), options.durability);
-    this.hook = options.beforeStorageStep;
+    this.walOnClose = walToSyncOnClose(file === ':memory:' ? file : resolve(file), settings.durability);
+    this.hook = hook;
   }
 
   /** Calls the fault hook before a step; whatever it throws is that step's driver error. */
@@ -49,10 +49,6 @@ export class SqliteConnection {
       this.step('ROLLBACK');
       this.stmts.rollback.run();
     }
-  }
-
-  assertOpen(): void {
-    if (this.closed) throw errors.closed();
   }
 
   /** What a call is doing, for its error messages and CORRUPT locations. */
@@ -72,7 +68,6 @@ export class SqliteConnection {
    * mapped. Nothing in `work` may await.
    */
   transaction<T>(mode: 'read' | 'write', context: SqliteErrorContext, work: () => T): T {
-    this.assertOpen();
     try {
       // A failed ROLLBACK earlier may have left a transaction open; never nest into it.
       this.settle();
@@ -101,7 +96,6 @@ export class SqliteConnection {
 
   /** Runs one statement outside a transaction, mapping its errors. */
   run<T>(context: SqliteErrorContext, step: SqliteStorageStep, work: () => T): T {
-    this.assertOpen();
     try {
       this.settle();
       this.step(step, context.sessionId);
@@ -124,7 +118,6 @@ export class SqliteConnection {
 
   /** {@link assertNoOrphanEvents} as its own statement, outside a transaction. */
   assertAbsent(context: SqliteErrorContext, id: string): void {
-    this.assertOpen();
     try {
       this.settle();
       this.assertNoOrphanEvents(id);
@@ -134,13 +127,39 @@ export class SqliteConnection {
   }
 
   /**
-   * Marks the connection closed and closes it. Relaxed commits since the last boundary batch are
+   * Runs `work` (which writes) with `synchronous=FULL` when the store is relaxed, so that its
+   * commit, and every relaxed commit before it, is durable when it returns; then back to NORMAL.
+   */
+  durably<T>(context: SqliteErrorContext, work: () => T): T {
+    if (!this.relaxed) return work();
+    const id = context.sessionId;
+    this.run(context, 'PRAGMA synchronous', () => this.db.pragma('synchronous = FULL'));
+    try {
+      return work();
+    } finally {
+      this.restoreRelaxedSync(id);
+    }
+  }
+
+  /** Back to synchronous=NORMAL after {@link durably}. Its failure is harmless. */
+  private restoreRelaxedSync(id: string | undefined): void {
+    try {
+      // Outside any transaction: the pragma is refused inside one.
+      this.settle();
+      this.step('PRAGMA synchronous', id);
+      this.db.pragma('synchronous = NORMAL');
+    } catch {
+      // Staying at FULL is only slower, never less safe.
+    }
+  }
+
+  /**
+   * Closes the connection (the store calls it once). Relaxed commits since the last boundary batch are
    * in the WAL, unsynced. Closing the last connection would checkpoint and sync them, but another
    * connection (a second instance, another process, a CLI) may keep the database open: the WAL is
    * synced here, so the loss window of `durability: 'relaxed'` ends at close() either way.
    */
   close(): void {
-    this.closed = true;
     let syncError: unknown;
     const wal = this.walOnClose;
     if (wal !== undefined) {

@@ -83,8 +83,8 @@ export function mapSqliteError(error: unknown, context: SqliteErrorContext): Tid
 export function sessionRowDamaged(file: string, id: string): TidemarkError {
   return errors.corrupt(
     `session ${id}: table sessions of ${file} has no row id=${id}, but table events still holds its events, ` +
-      'so the sessions row is damaged. Run `tidemark verify` (verifySqliteStore) to locate the damage, then ' +
-      '`tidemark repair` (repairSqliteStore), which fixes it or says to restore a backup',
+      'so the sessions row is damaged. Run `tidemark verify` (store.verify()) to locate the damage, then ' +
+      '`tidemark repair` (store.repair()), which fixes it or says to restore a backup',
     { file, table: 'sessions', row: `id=${id}` },
     id,
   );

@@ -36,6 +36,8 @@ export type SqliteStorageStep =
   | 'PRAGMA foreign_keys'
   | 'PRAGMA max_page_count'
   | 'PRAGMA user_version'
+  | 'PRAGMA integrity_check'
+  | 'PRAGMA foreign_key_check'
   | 'BEGIN'
   | 'BEGIN IMMEDIATE'
   | 'COMMIT'
@@ -53,16 +55,16 @@ export type SqliteStorageStep =
 /** The hook of {@link SqliteStoreOptions.beforeStorageStep}. */
 export type StepHook = (step: SqliteStorageStep, id?: string) => void;
 
-/** Checks the options of {@link openSqliteStore}, throwing INVALID naming the first bad one. */
+/**
+ * Checks the options only SQLite has (path, busyTimeoutMs, maxPageCount, beforeStorageStep),
+ * throwing INVALID naming the first bad one. The shared options are core's (`resolveStoreOptions`).
+ */
 export function validateOptions(options: unknown): SqliteStoreOptions {
   if (typeof options !== 'object' || options === null)
     throw errors.invalid('openSqliteStore: options must be an object');
   const o = options as SqliteStoreOptions;
   if (typeof o.path !== 'string' || o.path === '')
     throw errors.invalid('openSqliteStore: path must be a non-empty string');
-  if (o.durability !== undefined && o.durability !== 'strict' && o.durability !== 'relaxed') {
-    throw errors.invalid(`openSqliteStore: durability must be 'strict' or 'relaxed'`);
-  }
   if (
     o.busyTimeoutMs !== undefined &&
     (!Number.isSafeInteger(o.busyTimeoutMs) || o.busyTimeoutMs < 0 || o.busyTimeoutMs > 0x7fffffff)
@@ -71,12 +73,6 @@ export function validateOptions(options: unknown): SqliteStoreOptions {
   }
   if (o.maxPageCount !== undefined && (!Number.isSafeInteger(o.maxPageCount) || o.maxPageCount < 1)) {
     throw errors.invalid('openSqliteStore: maxPageCount must be a positive integer');
-  }
-  if (
-    o.boundaryTypes !== undefined &&
-    (!Array.isArray(o.boundaryTypes) || !o.boundaryTypes.every((t) => typeof t === 'string'))
-  ) {
-    throw errors.invalid('openSqliteStore: boundaryTypes must be an array of strings');
   }
   if (o.beforeStorageStep !== undefined && typeof o.beforeStorageStep !== 'function')
     throw errors.invalid('openSqliteStore: beforeStorageStep must be a function');

@@ -4,20 +4,21 @@
 import {
   type CommitState,
   commitStateOf,
-  encodeCursor,
   errors,
   type ListProblem,
   type LoadedSession,
   loadedSession,
   nowIso,
+  pageFromRows,
   type SessionEvent,
   type SessionMeta,
   type SessionPage,
   type SessionSummary,
+  summaryAfterCut,
   type ValidListQuery,
 } from '@tidemark/core';
 import type { SqliteConnection } from './connection.js';
-import { mapSqliteError, type SqliteErrorContext } from './errors.js';
+import { mapSqliteError } from './errors.js';
 import { cutTail } from './recovery.js';
 import {
   decodeEventRows,
@@ -33,15 +34,10 @@ import { SQLITE_SCHEMA_VERSION } from './schema.js';
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
 
-/** Whether the sessions row of `id` exists (one statement; no orphan check). */
-export function sessionRowExists(conn: SqliteConnection, context: SqliteErrorContext, id: string): boolean {
-  return conn.run(context, 'SELECT sessions', () => conn.stmts.hasSession.get(id)) !== undefined;
-}
-
 /** Whether session `id` is stored; CORRUPT when only its events are (a damaged sessions row). */
 export function hasSession(conn: SqliteConnection, id: string): boolean {
   const context = conn.context(`looking up session ${id}`, id, 'sessions');
-  if (sessionRowExists(conn, context, id)) return true;
+  if (conn.run(context, 'SELECT sessions', () => conn.stmts.hasSession.get(id)) !== undefined) return true;
   conn.assertAbsent(context, id);
   return false;
 }
@@ -95,12 +91,7 @@ function cutInterruptedTail(
   const cut = cutTail(conn.db, conn.file, id, before.committedSeq, nowIso(), (name) => conn.step(name, id));
   const events = all.slice(0, before.committedSeq + 1);
   const state = commitStateOf(events, conn.isBoundary);
-  const summary = {
-    ...loaded,
-    eventCount: events.length,
-    committedSeq: state.committedSeq,
-    interrupted: state.interrupted,
-  };
+  const summary = summaryAfterCut(loaded, { ...state, eventCount: events.length });
   conn.step('UPDATE sessions', id);
   conn.stmts.updateSummary.run({ id, ...summaryColumns(summary) });
   return loadedSession(meta, summary, events, state, {
@@ -128,18 +119,21 @@ interface ReadPage {
  * Streams events `fromSeq`..`toSeq` of session `id` (arguments already validated). Paged by seq,
  * each page one short read transaction: a consistent snapshot of the summary row and the page,
  * with no statement or transaction open across a yield (either would hold the connection for
- * every other call of this store).
+ * every other call of this store). `assertOpen` is the store's CLOSED check, made before each
+ * later page: the store may have closed while the consumer held an event.
  */
 export async function* readEvents(
   conn: SqliteConnection,
   id: string,
   fromSeq: number,
   toSeq: number,
+  assertOpen: () => void,
 ): AsyncGenerator<SessionEvent> {
   const context = conn.context(`reading session ${id}`, id, 'events');
   let next = fromSeq;
   let seen: ReadPosition | undefined;
   for (;;) {
+    if (seen !== undefined) assertOpen();
     const page = conn.transaction('read', context, () => readPage(conn, id, next, toSeq, seen));
     if (page === undefined) return; // the log was deleted or rewritten under this stream
     for (const event of page.events) yield event;
@@ -219,7 +213,7 @@ function assertNothingPastCount(conn: SqliteConnection, id: string, count: numbe
 
 /**
  * One page of summaries, newest first, by keyset on the list indexes. A row that does not decode
- * is a problem of the page, never silently left out.
+ * is a problem of the page, never silently left out; it still places the cursor.
  */
 export function listPage(conn: SqliteConnection, q: ValidListQuery): SessionPage {
   const params: Record<string, string | number> = { limit: q.limit + 1 };
@@ -242,22 +236,23 @@ export function listPage(conn: SqliteConnection, q: ValidListQuery): SessionPage
     'SELECT sessions',
     () => statement.all(params) as SessionRow[],
   );
-  const sessions: SessionSummary[] = [];
   const problems: ListProblem[] = [];
-  for (const row of rows.slice(0, q.limit)) {
-    try {
-      sessions.push(rowToSummary(row, conn.file));
-    } catch (error) {
-      problems.push({
-        id: String(row.id),
-        error: mapSqliteError(error, conn.context('listing sessions', String(row.id))),
-      });
+  // Undecodable rows (and the extra row past the limit) keep their place as bare keys, so that the
+  // cursor follows the last row fetched; the keys are dropped from the page afterwards.
+  const keys = new Set<SessionSummary>();
+  const ordered = rows.map((row, i) => {
+    if (i < q.limit) {
+      try {
+        return rowToSummary(row, conn.file);
+      } catch (error) {
+        const id = String(row.id);
+        problems.push({ id, error: mapSqliteError(error, conn.context('listing sessions', id)) });
+      }
     }
-  }
-  const page: SessionPage = { sessions, problems };
-  if (rows.length > q.limit) {
-    const last = rows[q.limit - 1]!;
-    page.nextCursor = encodeCursor({ updatedAt: String(last.updated_at), id: String(last.id) });
-  }
-  return page;
+    const key = { id: String(row.id), updatedAt: String(row.updated_at) } as SessionSummary;
+    keys.add(key);
+    return key;
+  });
+  const page = pageFromRows(ordered, q.limit, problems);
+  return { ...page, sessions: page.sessions.filter((s) => !keys.has(s)) };
 }

@@ -5,7 +5,6 @@ import { crc32 } from 'node:zlib';
 import {
   errors,
   type JsonValue,
-  type PreparedEvent,
   type SessionEvent,
   type SessionMeta,
   type SessionSummary,
@@ -41,6 +40,16 @@ export function eventChecksum(type: string, time: string, data: string): number 
   // two calls avoid copying a large payload into a concatenated string.
   if (data.length < 4096) return crc32(`${type}\u0000${time}\u0000${data}`);
   return crc32(data, crc32(`${type}\u0000${time}\u0000`));
+}
+
+/** Whether `text` parses as JSON (an event's `data` column must). */
+export function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The `row` text of a CORRUPT location in `events`. */
@@ -274,17 +283,4 @@ export function decodeEventRows(
     events[i] = { seq: expected, type, time, data: value };
   }
   return events;
-}
-
-/**
- * The JSON text of an event's `data`, cut from the serialization `prepareEvent` already made
- * (saving a second `JSON.stringify` of a possibly large payload). Falls back to stringifying when
- * the serialization is not laid out as expected.
- */
-export function dataJsonOf(prepared: PreparedEvent): string {
-  const { seq, type, time, data } = prepared.event;
-  const head = `{"seq":${seq},"type":${JSON.stringify(type)},"time":${JSON.stringify(time)},"data":`;
-  if (prepared.json.startsWith(head) && prepared.json.endsWith('}'))
-    return prepared.json.slice(head.length, -1);
-  return JSON.stringify(data);
 }

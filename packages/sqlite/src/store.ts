@@ -3,45 +3,40 @@
 // inside a transaction, so two calls of one instance never interleave; other instances and
 // processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
 //
-// This class only sequences an operation: arguments checked, the reservations of created but not
-// yet stored sessions, then one storage function (append.ts, read.ts, update-delete.ts) that does
-// the work on the connection (connection.ts).
+// The rules every backend shares (arguments, CLOSED, per-session order, reservations of created
+// but not yet stored sessions) are SessionStoreBase's; this class only hands each storage hook to
+// the module that does the work on the connection (append.ts, read.ts, update-delete.ts, verify.ts,
+// repair.ts through connection.ts).
 import { fsyncSync } from 'node:fs';
 import {
   type AppendResult,
-  applyPatch,
-  assertValidId,
-  type CreateInit,
-  type DeleteOptions,
-  emptySummary,
-  errors,
-  generateId,
-  type ListQuery,
   type LoadedSession,
-  type LoadOptions,
-  prepareBatch,
-  type ReadRange,
+  type PreparedEvent,
+  type RepairOptions,
+  type RepairReport,
+  type Reservation,
+  resolveStoreOptions,
   type SessionEvent,
-  type SessionMeta,
+  type SessionHealth,
   type SessionPage,
   type SessionStore,
+  SessionStoreBase,
   type SessionSummary,
   type SummaryPatch,
-  validateCreate,
-  validateDeleteOptions,
-  validateListQuery,
-  validateLoadOptions,
-  validatePatch,
-  validateRange,
+  type TailPolicy,
+  type ValidListQuery,
+  type VerifyReport,
 } from '@tidemark/core';
 import type Database from 'better-sqlite3';
-import { appendBatch, type Reservation } from './append.js';
+import { appendBatch } from './append.js';
 import { SqliteConnection } from './connection.js';
 import { openDatabase } from './open.js';
 import { type SqliteStoreOptions, validateOptions } from './options.js';
-import { hasSession, listPage, loadSession, readEvents, sessionRowExists } from './read.js';
+import { hasSession, listPage, loadSession, readEvents } from './read.js';
+import { repairStoredSession } from './repair.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
 import { deleteStored, updateStored } from './update-delete.js';
+import { verifyDatabase, verifySession } from './verify.js';
 
 /**
  * File-system calls the store makes outside SQLite, replaceable through
@@ -55,92 +50,77 @@ export interface StoreInternals {
 /** The connection behind each store, for tests that check per-connection settings. @internal */
 export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMap();
 
-class SqliteStore implements SessionStore {
-  /** Sessions created here and not yet stored: their first append writes the sessions row. */
-  private readonly reservations = new Map<string, Reservation>();
+/**
+ * A tidemark store in one SQLite database file. Open it with {@link openSqliteStore}. Besides the
+ * contract it offers `verify()` (read-only: `PRAGMA integrity_check`, foreign keys, contiguous seqs,
+ * checksums, JSON, summary rows and counts, interrupted turns) and `repair()` (row-level: the
+ * interrupted tail with `tail: 'cut'`, a corrupt end with `dropCorrupt`, both kept in the
+ * quarantine table). Damage to the file as a whole is reported under the session id
+ * {@link WHOLE_DATABASE}.
+ */
+export class SqliteStore extends SessionStoreBase {
+  protected readonly formatVersion = SQLITE_SCHEMA_VERSION;
+  private readonly conn: SqliteConnection;
 
-  constructor(
-    private readonly conn: SqliteConnection,
-    private readonly options: SqliteStoreOptions,
-  ) {}
-
-  async create(init?: CreateInit): Promise<SessionMeta> {
-    this.conn.assertOpen();
-    const { meta, patch } = validateCreate(init, generateId);
-    const context = this.conn.context(`creating session ${meta.id}`, meta.id, 'sessions');
-    const exists = sessionRowExists(this.conn, context, meta.id);
-    if (exists || this.reservations.has(meta.id)) throw errors.alreadyExists(meta.id);
-    this.conn.assertAbsent(context, meta.id);
-    this.reservations.set(meta.id, { meta, patch });
-    return { ...structuredClone(meta), formatVersion: SQLITE_SCHEMA_VERSION };
+  /** @internal Use {@link openSqliteStore}: `db` is an open, migrated connection to `options.path`. */
+  constructor(options: SqliteStoreOptions, db: Database.Database, internals: StoreInternals) {
+    super(options, 'openSqliteStore');
+    this.conn = new SqliteConnection(
+      db,
+      options.path,
+      this.settings,
+      options.beforeStorageStep,
+      internals.fsync,
+    );
   }
 
-  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
-    this.conn.assertOpen();
-    assertValidId(id);
-    const batch = prepareBatch(events, this.options, id);
-    const result = appendBatch(this.conn, id, batch, this.reservations.get(id));
-    // Materialized now, by this instance or another: the reservation is moot either way.
-    this.reservations.delete(id);
-    return result;
-  }
-
-  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
-    this.conn.assertOpen();
-    assertValidId(id);
-    return loadSession(this.conn, id, validateLoadOptions(options));
-  }
-
-  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
-    const conn = this.conn;
-    return {
-      async *[Symbol.asyncIterator]() {
-        // Checked on the first next(), like every failure of a stream.
-        conn.assertOpen();
-        assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        yield* readEvents(conn, id, fromSeq, toSeq);
-      },
-    };
-  }
-
-  async list(query?: ListQuery): Promise<SessionPage> {
-    this.conn.assertOpen();
-    return listPage(this.conn, validateListQuery(query));
-  }
-
-  async has(id: string): Promise<boolean> {
-    this.conn.assertOpen();
-    assertValidId(id);
+  protected async storageHas(id: string): Promise<boolean> {
+    // CORRUPT, not false, when only the session's events are stored: create then refuses too.
     return hasSession(this.conn, id);
   }
 
-  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
-    this.conn.assertOpen();
-    assertValidId(id);
-    const valid = validatePatch(patch);
-    const stored = updateStored(this.conn, id, valid);
-    if (stored !== undefined) return stored;
-    const reservation = this.reservations.get(id);
-    if (reservation === undefined) throw errors.notFound(id);
-    const merged = { ...reservation.patch, ...valid };
-    const summary = applyPatch(emptySummary(reservation.meta), merged, reservation.meta.createdAt);
-    reservation.patch = merged;
-    return summary;
+  protected async storageAppend(
+    id: string,
+    batch: readonly PreparedEvent[],
+    reservation: Reservation | undefined,
+  ): Promise<AppendResult> {
+    return appendBatch(this.conn, id, batch, reservation);
   }
 
-  async delete(id: string, options?: DeleteOptions): Promise<void> {
-    this.conn.assertOpen();
-    assertValidId(id);
-    const outcome = deleteStored(this.conn, id, validateDeleteOptions(options));
-    const wasReserved = this.reservations.delete(id);
-    if (outcome === 'absent' && !wasReserved) throw errors.notFound(id);
+  protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
+    return loadSession(this.conn, id, tail);
   }
 
-  async close(): Promise<void> {
-    if (this.conn.closed) return;
-    this.reservations.clear();
+  protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
+    return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen());
+  }
+
+  protected async storageList(query: ValidListQuery): Promise<SessionPage> {
+    return listPage(this.conn, query);
+  }
+
+  protected async storageUpdate(id: string, patch: SummaryPatch): Promise<SessionSummary | undefined> {
+    return updateStored(this.conn, id, patch);
+  }
+
+  protected async storageDelete(id: string, ifUpdatedAt: string | undefined): Promise<'deleted' | 'absent'> {
+    return deleteStored(this.conn, id, ifUpdatedAt);
+  }
+
+  protected async storageClose(): Promise<void> {
     this.conn.close();
+  }
+
+  protected async storageVerify(id: string): Promise<SessionHealth> {
+    return verifySession(this.conn, id);
+  }
+
+  protected override async storageVerifyAll(): Promise<VerifyReport> {
+    return verifyDatabase(this.conn);
+  }
+
+  protected async storageRepair(id: string, options: Required<RepairOptions>): Promise<RepairReport> {
+    return repairStoredSession(this.conn, id, options);
   }
 }
 
@@ -149,11 +129,11 @@ class SqliteStore implements SessionStore {
  * `durability: 'relaxed'`), `foreign_keys=ON`, STRICT tables, schema migrated to
  * {@link SQLITE_SCHEMA_VERSION}.
  *
- * Rejects with a typed error when the database cannot be opened or read: IO (`SQLITE_CANTOPEN`,
- * `SQLITE_BUSY`, …), CORRUPT (`SQLITE_NOTADB`, `SQLITE_CORRUPT`) or UNSUPPORTED_FORMAT (a newer
- * schema). An unreadable database is never presented as an empty one.
+ * Rejects with a typed error when the database cannot be opened or read: INVALID for a bad option,
+ * IO (`SQLITE_CANTOPEN`, `SQLITE_BUSY`, …), CORRUPT (`SQLITE_NOTADB`, `SQLITE_CORRUPT`) or
+ * UNSUPPORTED_FORMAT (a newer schema). An unreadable database is never presented as an empty one.
  */
-export async function openSqliteStore(options: SqliteStoreOptions): Promise<SessionStore> {
+export async function openSqliteStore(options: SqliteStoreOptions): Promise<SqliteStore> {
   return openSqliteStoreWith(options, { fsync: fsyncSync });
 }
 
@@ -164,10 +144,12 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sess
 export async function openSqliteStoreWith(
   options: SqliteStoreOptions,
   internals: StoreInternals,
-): Promise<SessionStore> {
+): Promise<SqliteStore> {
   const o = validateOptions(options);
+  // The shared options are refused before the file is touched (the store checks them again).
+  resolveStoreOptions(o, 'openSqliteStore');
   return openDatabase(o, (db) => {
-    const store = new SqliteStore(new SqliteConnection(db, o.path, o, internals.fsync), o);
+    const store = new SqliteStore(o, db, internals);
     connectionOf.set(store, db);
     return store;
   });

@@ -4,8 +4,8 @@ import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'nod
 import { join } from 'node:path';
 import { isTidemarkError } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, verifySqliteStore } from '../src/index.js';
-import { events, removeTempDirs, tempDir } from './helpers.js';
+import { openSqliteStore } from '../src/index.js';
+import { events, removeTempDirs, tempDir, verifyFile } from './helpers.js';
 
 afterEach(removeTempDirs);
 
@@ -99,7 +99,7 @@ describe('damaged bytes in the database file', () => {
       }
       count(await outcome(() => store.append('a', events(60, 1, 1, 'a'))));
       await outcome(() => store.close());
-      await verifySqliteStore(path).catch((error: unknown) => expect(isTidemarkError(error)).toBe(true));
+      await verifyFile(path).catch((error: unknown) => expect(isTidemarkError(error)).toBe(true));
     }
     // The rounds did reach damage, not only harmless bytes.
     expect(codes.get('CORRUPT') ?? 0).toBeGreaterThan(0);

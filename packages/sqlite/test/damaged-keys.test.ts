@@ -3,8 +3,8 @@
 import type { SessionStore } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, verifySqliteStore } from '../src/index.js';
-import { damageKey, events, freshStore, rejectsWith, removeTempDirs } from './helpers.js';
+import { openSqliteStore, WHOLE_DATABASE } from '../src/index.js';
+import { damageKey, events, freshStore, rejectsWith, removeTempDirs, verifyFile } from './helpers.js';
 
 afterEach(removeTempDirs);
 
@@ -62,8 +62,19 @@ describe('a damaged key in the sessions row is CORRUPT, never absence', () => {
       (e: { code?: string }) => e.code,
     );
     expect(absent).not.toBe('CORRUPT');
+    // verify names the session through its orphaned events, at the damaged row, read-only.
+    const one = await store.verify({ id: 'bravo-session' });
+    expect(one.sessions).toEqual([
+      {
+        sessionId: 'bravo-session',
+        status: 'corrupt',
+        problems: [expect.objectContaining({ kind: 'corrupt', table: 'sessions', row: 'id=bravo-session' })],
+      },
+    ]);
     await store.close();
-    expect((await verifySqliteStore(path)).ok).toBe(false);
+    const all = await verifyFile(path);
+    expect(all.sessions.find((s) => s.sessionId === 'bravo-session')?.status).toBe('corrupt');
+    expect(storedEvents(path, 'bravo-session')).toBe(3);
   });
 });
 
@@ -98,13 +109,18 @@ describe('damage inside a list index only', () => {
     expect(await store.has('bravo-session')).toBe(true);
     expect((await store.load('bravo-session')).events).toHaveLength(3);
     await store.close();
-    const report = await verifySqliteStore(path);
-    expect(report.ok).toBe(false);
+    const report = await verifyFile(path);
     expect(report.problems).toContainEqual(
       expect.objectContaining({
-        kind: 'integrity',
+        kind: 'corrupt',
+        sessionId: WHOLE_DATABASE,
         message: expect.stringMatching(/index sessions_by_updated/),
       }),
     );
+    // Both sessions are still checked (verify does not trust the list index), and are whole.
+    expect(report.sessions.map((s) => [s.sessionId, s.status])).toEqual([
+      ['alpha-session', 'ok'],
+      ['bravo-session', 'ok'],
+    ]);
   });
 });

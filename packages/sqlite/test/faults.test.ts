@@ -5,8 +5,16 @@ import { join } from 'node:path';
 import { isTidemarkError } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, verifySqliteStore } from '../src/index.js';
-import { assertInvariants, events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
+import { openSqliteStore, WHOLE_DATABASE } from '../src/index.js';
+import {
+  assertInvariants,
+  events,
+  expectNoDamage,
+  rejectsWith,
+  removeTempDirs,
+  tempDir,
+  verifyFile,
+} from './helpers.js';
 
 afterEach(removeTempDirs);
 
@@ -67,13 +75,8 @@ describe('opening', () => {
     const error = await rejectsWith(openSqliteStore({ path }), 'CORRUPT');
     expect(error.location).toEqual({ file: path, offset: 0 });
     expect((error.cause as { code?: string }).code).toBe('SQLITE_NOTADB');
-    const report = await verifySqliteStore(path);
-    expect(report.ok).toBe(false);
-    expect(report.problems[0]).toMatchObject({ kind: 'integrity', location: { file: path, offset: 0 } });
-  });
-
-  it('verify of a missing file is IO, not a clean report', async () => {
-    await rejectsWith(verifySqliteStore(join(tempDir(), 'none.db')), 'IO');
+    // verify opens the store first, so it reports the same.
+    await rejectsWith(verifyFile(path), 'CORRUPT');
   });
 });
 
@@ -105,9 +108,12 @@ describe('damaged pages', () => {
     expect((await reopened.list()).sessions.map((s) => s.id).sort()).toEqual(['other', 's']);
     const error = await rejectsWith(reopened.load('s'), 'CORRUPT');
     expect(error.location).toMatchObject({ file: path });
-    const report = await verifySqliteStore(path);
-    expect(report.ok).toBe(false);
-    expect(report.problems.some((p) => p.kind === 'integrity')).toBe(true);
+    const report = await reopened.verify();
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ kind: 'corrupt', sessionId: WHOLE_DATABASE, file: path }),
+    );
+    expect(report.sessions.find((s) => s.sessionId === 's')?.status).toBe('corrupt');
+    expect(report.sessions.find((s) => s.sessionId === 'other')?.status).toBe('ok');
     // Writing on: either it works, or it is a typed error; never an untyped crash.
     for (const attempt of [reopened.append('other', events(2, 1)), reopened.create({ id: 'new' })]) {
       await attempt.then(
@@ -151,7 +157,7 @@ describe('a full database', () => {
     ).toEqual({ nextSeq: next + 200 });
     await assertInvariants(roomy, 's', events(0, 6, 3));
     await roomy.close();
-    expect((await verifySqliteStore(path)).ok).toBe(true);
+    await expectNoDamage(path);
   });
 
   it('a first batch that does not fit leaves the session pending and invisible, then lands', async () => {

@@ -8,10 +8,11 @@ import {
   type SessionEvent,
   type SessionStore,
   type TidemarkErrorCode,
+  type VerifyReport,
 } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { expect } from 'vitest';
-import { openSqliteStore, type SqliteStoreOptions } from '../src/index.js';
+import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from '../src/index.js';
 
 const dirs: string[] = [];
 
@@ -30,9 +31,25 @@ export function removeTempDirs(): void {
 /** Opens a store on a fresh database file. */
 export async function freshStore(
   options: Partial<SqliteStoreOptions> = {},
-): Promise<{ store: SessionStore; path: string }> {
+): Promise<{ store: SqliteStore; path: string }> {
   const path = join(tempDir(), 'store.db');
   return { store: await openSqliteStore({ ...options, path }), path };
+}
+
+/** Asserts that `verify()` finds no damage in the file at `path` (interrupted turns are not damage). */
+export async function expectNoDamage(path: string): Promise<void> {
+  const { problems } = await verifyFile(path);
+  expect(problems.filter((p) => p.kind !== 'interrupted')).toEqual([]);
+}
+
+/** `verify()` of every session of the database at `path`, through a store opened for it. */
+export async function verifyFile(path: string): Promise<VerifyReport> {
+  const store = await openSqliteStore({ path });
+  try {
+    return await store.verify();
+  } finally {
+    await store.close();
+  }
 }
 
 /** `count` events starting at `from`; every `boundaryEvery`-th one is a `turn/end`. */

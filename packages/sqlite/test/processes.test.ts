@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SessionEvent } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, verifySqliteStore } from '../src/index.js';
-import { assertInvariants, events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
+import { openSqliteStore } from '../src/index.js';
+import { assertInvariants, events, expectNoDamage, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
 
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const packageDir = fileURLToPath(new URL('..', import.meta.url));
@@ -109,7 +109,7 @@ describe('processes', () => {
     const conflicts = writers.flatMap((w) => w.lines.filter((l) => l.startsWith('lost ')));
     expect(conflicts.length).toBeGreaterThan(0);
     await store.close();
-    expect((await verifySqliteStore(path)).ok).toBe(true);
+    await expectNoDamage(path);
   });
 
   it('a writer killed with SIGKILL mid-stream loses no acknowledged batch and leaves no partial one', async () => {
@@ -146,7 +146,7 @@ describe('processes', () => {
       acknowledged = loaded.events.length;
       await store.close();
     }
-    expect((await verifySqliteStore(path)).ok).toBe(true);
+    await expectNoDamage(path);
     const store = await openSqliteStore({ path });
     const loaded = await assertInvariants(store, 'victim', (await store.load('victim')).events);
     expect(loaded.events.length).toBe(acknowledged);

@@ -1,8 +1,12 @@
 // A read stream spans many short transactions: when another connection deletes, re-creates or
 // cuts the log between pages, the stream ends where it stands rather than splicing two logs.
+import { fsyncSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SessionEvent, SessionStore } from '@tidemark/core';
+import { prepareBatch, resolveStoreOptions, type SessionEvent, type SessionStore } from '@tidemark/core';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { appendBatch } from '../src/append.js';
+import { SqliteConnection } from '../src/connection.js';
 import { openSqliteStore, READ_PAGE_SIZE, type SqliteStoreOptions } from '../src/index.js';
 import { events, removeTempDirs, tempDir } from './helpers.js';
 
@@ -28,7 +32,7 @@ describe('read while another connection rewrites the log', () => {
     const path = join(tempDir(), 'store.db');
     const other = await openSqliteStore({ path });
     const reader = await openSqliteStore({ ...options, path });
-    return { reader, other };
+    return { reader, other, path };
   }
 
   /** Streams `id`, calling `atPageEnd` once after the reader has taken the first page. */
@@ -85,22 +89,28 @@ describe('read while another connection rewrites the log', () => {
 
   // Guards: a commit between read's two statements of one page is no false CORRUPT.
   it('a tail cut and new appends committed between two statements of read are no false CORRUPT', async () => {
-    let other: SessionStore | undefined;
+    let commitNow: (() => void) | undefined;
     let armed = false;
-    const { reader, other: writer } = await pair({
+    const { reader, other, path } = await pair({
       // Only times the other connection's commit (as another process may); throws nothing.
       beforeStorageStep(step) {
         if (armed && step === 'SELECT sessions') {
           armed = false;
-          void other!.append('s', events(P, 500, 500, 'new')); // runs synchronously
+          commitNow!();
         }
       },
     });
-    other = writer;
+    // The other writer's append, run synchronously inside the hook: the store's own append path
+    // on a connection of its own (a store method would only queue it).
+    const settings = resolveStoreOptions({}, 'test');
+    const db = new Database(path);
+    const writer = new SqliteConnection(db, path, settings, undefined, fsyncSync);
+    commitNow = () =>
+      appendBatch(writer, 's', prepareBatch(events(P, 500, 500, 'new'), settings.limits, 's'), undefined);
     await other.create({ id: 's' });
     await other.append('s', [...events(0, P, P, 'old'), ...events(P, P + 500, 0, 'old')]); // tail P..
     const seen = await readAround(reader, 's', async () => {
-      await other!.load('s', { tail: 'cut' }); // the log is 0..P-1 now
+      await other.load('s', { tail: 'cut' }); // the log is 0..P-1 now
       armed = true;
     });
     expect(armed).toBe(false);
@@ -109,6 +119,7 @@ describe('read while another connection rewrites the log', () => {
       ['old', P],
       ['new', 500],
     ]);
+    writer.close();
     await reader.close();
     await other.close();
   });

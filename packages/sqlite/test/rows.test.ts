@@ -1,9 +1,8 @@
 import { crc32 } from 'node:zlib';
-import { prepareEvent, type SessionSummary } from '@tidemark/core';
+import type { SessionSummary } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  dataJsonOf,
   decodeAppendHead,
   decodeEventRows,
   eventChecksum,
@@ -182,31 +181,6 @@ describe('eventChecksum', () => {
       expect(eventChecksum('t', 'u', data)).toBe(crc32(Buffer.from(`t\u0000u\u0000${data}`, 'utf8')));
     }
     expect(eventChecksum('a', 'b', 'c')).not.toBe(eventChecksum('a', 'bc', ''));
-  });
-});
-
-describe('dataJsonOf', () => {
-  it('equals JSON.stringify(data) for any event', () => {
-    fc.assert(
-      fc.property(
-        fc.nat(),
-        fc.string({ minLength: 1, maxLength: 20 }),
-        fc.jsonValue().filter((v) => !Object.is(v, -0)),
-        (seq, type, data) => {
-          let prepared: ReturnType<typeof prepareEvent>;
-          try {
-            prepared = prepareEvent({ seq, type, time: '2026-01-01T00:00:00Z', data }, 'e');
-          } catch {
-            return; // not an event the store would accept (e.g. -0 nested)
-          }
-          expect(dataJsonOf(prepared)).toBe(JSON.stringify(prepared.event.data));
-        },
-      ),
-    );
-  });
-  it('falls back when the serialization is laid out differently', () => {
-    const event = { seq: 1, type: 'x', time: 't', data: { a: 1 } };
-    expect(dataJsonOf({ event, json: 'unexpected', bytes: 10 })).toBe('{"a":1}');
   });
 });
 

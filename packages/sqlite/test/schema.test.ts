@@ -3,9 +3,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, verifySqliteStore } from '../src/index.js';
+import { openSqliteStore } from '../src/index.js';
 import { migrate, planMigration, SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION } from '../src/schema.js';
-import { events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
+import { events, expectNoDamage, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
 
 afterEach(removeTempDirs);
 
@@ -229,6 +229,6 @@ describe('opening while another process holds the locks', () => {
     await store.create({ id: 's' });
     expect(await store.append('s', events(0, 1, 1))).toEqual({ nextSeq: 1 });
     await store.close();
-    expect((await verifySqliteStore(path)).ok).toBe(true);
+    await expectNoDamage(path);
   });
 });

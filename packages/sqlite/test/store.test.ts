@@ -2,7 +2,7 @@
 // quarantine, corruption found in rows, and the collision path of append.
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openSqliteStore, READ_PAGE_SIZE, verifySqliteStore } from '../src/index.js';
+import { openSqliteStore, READ_PAGE_SIZE } from '../src/index.js';
 import { connectionOf } from '../src/store.js';
 import { events, freshStore, rejectsWith, removeTempDirs } from './helpers.js';
 
@@ -162,7 +162,8 @@ describe('tail cut', () => {
     db.close();
     expect((await store.load('s', { tail: 'cut' })).recovered).toBeUndefined();
     expect(await store.append('s', events(6, 1))).toEqual({ nextSeq: 7 });
-    expect((await verifySqliteStore(path)).ok).toBe(true);
+    // No damage; the event appended after the cut is a new interrupted turn.
+    expect((await store.verify()).problems.map((p) => [p.kind, p.seq])).toEqual([['interrupted', 6]]);
     await store.close();
   });
 });
@@ -215,12 +216,27 @@ describe('damaged rows', () => {
     expect(seen).toEqual([]); // the page holding seq 2 is rejected before any of it is yielded
     expect(await store.has('s')).toBe(true);
     expect((await store.list()).sessions.map((s) => s.id).sort()).toEqual(['other', 's']);
-    const report = await verifySqliteStore(path);
-    expect(report.ok).toBe(false);
-    expect(report.problems.map((p) => [p.kind, p.sessionId, p.location.seq])).toEqual([
-      ['unparsable', 's', 2],
-      ['checksum', 's', 2],
+    const report = await store.verify();
+    expect(report.sessions.map((s) => [s.sessionId, s.status, s.eventCount])).toEqual([
+      ['other', 'interrupted', 1],
+      ['s', 'corrupt', 2],
     ]);
+    expect(report.problems.filter((p) => p.kind === 'corrupt')).toEqual([
+      expect.objectContaining({
+        sessionId: 's',
+        seq: 2,
+        row: 'session_id=s seq=2',
+        message: expect.stringMatching(/checksum/),
+      }),
+      expect.objectContaining({
+        sessionId: 's',
+        seq: 2,
+        table: 'events',
+        message: expect.stringMatching(/not JSON/),
+      }),
+    ]);
+    // One session checked alone finds the same.
+    expect((await store.verify({ id: 's' })).problems).toHaveLength(2);
     await store.close();
   });
 
@@ -234,8 +250,14 @@ describe('damaged rows', () => {
     expect((await rejectsWith(store.load('s'), 'CORRUPT')).location).toMatchObject({ table: 'events' });
     await rejectsWith(store.append('s', events(1, 1)), 'CORRUPT');
     await rejectsWith(store.append('s', events(5, 1)), 'CORRUPT');
-    const kinds = (await verifySqliteStore(path)).problems.map((p) => p.kind);
-    expect(kinds).toEqual(['count-mismatch']);
+    const { problems } = await store.verify({ id: 's' });
+    expect(problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        table: 'sessions',
+        message: expect.stringMatching(/counts 5 events, the log holds 1/),
+      }),
+    ]);
     // Another session is untouched and writable.
     expect(await store.append('other', events(1, 1))).toEqual({ nextSeq: 2 });
     await store.close();
@@ -280,7 +302,14 @@ describe('damaged rows', () => {
     }
     expect(await store.has('s')).toBe(true);
     await rejectsWith(store.load('s'), 'CORRUPT');
-    expect((await verifySqliteStore(path)).problems.map((p) => p.kind)).toEqual(['bad-summary']);
+    expect((await store.verify({ id: 's' })).problems).toEqual([
+      expect.objectContaining({
+        kind: 'corrupt',
+        table: 'sessions',
+        row: 'id=s',
+        message: expect.stringMatching(/tags/),
+      }),
+    ]);
     await store.close();
   });
 });

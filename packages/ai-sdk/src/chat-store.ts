@@ -1,0 +1,374 @@
+import {
+  generateId,
+  isTidemarkError,
+  KeyedQueue,
+  nowIso,
+  type SessionStore,
+  TidemarkError,
+} from '@tidemark/core';
+import { type UIMessage, validateUIMessages } from 'ai';
+import { describe, sessionIdOfChat } from './chat-ids.js';
+import { batchOf, type ChatEnd, emptyChat, type FoldedChat, foldChat, type Operation } from './chat-log.js';
+import { diffMessages, toStoredMessages } from './messages.js';
+
+/** The schemas `validateUIMessages` takes (everything but the messages). */
+export type ChatValidation<UI_MESSAGE extends UIMessage> = Omit<
+  Parameters<typeof validateUIMessages<UI_MESSAGE>>[0],
+  'messages'
+>;
+
+/** Options of {@link createChatStore}. */
+export interface ChatStoreOptions<UI_MESSAGE extends UIMessage = UIMessage> {
+  /** Any tidemark store: memory, JSONL, SQLite, PostgreSQL. The chat store does not close it. */
+  store: SessionStore;
+  /**
+   * When given, {@link ChatStore.loadChat} checks what it loads with the AI SDK's
+   * `validateUIMessages` and these schemas (an empty object checks the message structure only).
+   */
+  validation?: ChatValidation<UI_MESSAGE>;
+  /** Working directory recorded on new chat sessions (the JSONL backend buckets by it). */
+  cwd?: string;
+  /** Attempts of one operation that loses seq races to other writers before CONFLICT (default 16). */
+  maxAttempts?: number;
+}
+
+/** Arguments of {@link ChatStore.createChat}. */
+export interface CreateChatInit {
+  /** The chat id; a time-ordered UUIDv7 when omitted. */
+  id?: string;
+  /** Title stored in the session summary. */
+  title?: string;
+}
+
+/** What a save wrote. */
+export interface SaveResult {
+  /** False when the chat already held exactly these messages (nothing appended). */
+  written: boolean;
+  /** Messages added. */
+  appended: number;
+  /** Messages whose content changed. */
+  replaced: number;
+  /** Messages the chat held that the saved list left out. */
+  removed: number;
+}
+
+/** A chat with everything the adapter records about it. */
+export interface ChatState<UI_MESSAGE extends UIMessage = UIMessage> {
+  chatId: string;
+  /** The tidemark session holding the chat ({@link sessionIdOfChat}). */
+  sessionId: string;
+  messages: UI_MESSAGE[];
+  /** Id of the stream a client can resume, or null. */
+  activeStreamId: string | null;
+  /** How the last stream recorded by an end handler ended, with the seq and time of its event. */
+  lastEnd?: ChatEnd & { seq: number; time: string };
+}
+
+/**
+ * The finish event of the AI SDK's UI message streams (`onFinish` of `toUIMessageStreamResponse`
+ * and `createUIMessageStream` in AI SDK 6, `onEnd` in 7), reduced to what persistence needs.
+ */
+export interface ChatEndEvent<UI_MESSAGE extends UIMessage = UIMessage> {
+  messages: UI_MESSAGE[];
+  isAborted: boolean;
+  isContinuation?: boolean;
+  responseMessage?: UI_MESSAGE;
+  finishReason?: string;
+  /** The operation-level outcome (recent AI SDK 6 releases and 7). */
+  outcome?: { status: string };
+}
+
+/** Options of {@link ChatStore.onEnd}. */
+export interface OnEndOptions {
+  /**
+   * The resumable stream this response was published as. When the chat's active stream id is
+   * still this one, the save also clears it, in the same atomic batch.
+   */
+  activeStreamId?: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Checks a stream id argument of the active-stream methods. */
+function checkStreamId(value: unknown, name: string): asserts value is string | null {
+  if (value === null || (typeof value === 'string' && value !== '' && value.length <= 1024)) return;
+  throw new TidemarkError(
+    'INVALID',
+    `${name}: expected null or a stream id (1 to 1024 characters), got ${describe(value)}`,
+  );
+}
+
+function checkEndEvent(event: unknown): ChatEndEvent {
+  if (typeof event !== 'object' || event === null)
+    throw new TidemarkError('INVALID', `end event: expected an object, got ${describe(event)}`);
+  const { isAborted, finishReason } = event as Record<string, unknown>;
+  if (typeof isAborted !== 'boolean')
+    throw new TidemarkError('INVALID', `end event.isAborted: expected a boolean, got ${describe(isAborted)}`);
+  if (finishReason !== undefined && typeof finishReason !== 'string') {
+    throw new TidemarkError(
+      'INVALID',
+      `end event.finishReason: expected a string, got ${describe(finishReason)}`,
+    );
+  }
+  return event as ChatEndEvent;
+}
+
+/**
+ * Chat persistence for the Vercel AI SDK over any tidemark store: one chat is one session, and
+ * every operation (create, save, end of a stream, active-stream change) is one appended batch,
+ * so it lands whole or not at all and is folded on load. Writes are compare-and-set on the
+ * session's next seq: two servers writing one chat never interleave, and the one that loses the
+ * race re-reads and tries again (saves) or re-checks its expectation (active stream).
+ */
+export class ChatStore<UI_MESSAGE extends UIMessage = UIMessage> {
+  private readonly store: SessionStore;
+  private readonly validation: ChatValidation<UI_MESSAGE> | undefined;
+  private readonly cwd: string | undefined;
+  private readonly maxAttempts: number;
+  private readonly queue = new KeyedQueue();
+
+  constructor(options: ChatStoreOptions<UI_MESSAGE>) {
+    if (typeof options !== 'object' || options === null || typeof options.store?.append !== 'function') {
+      throw new TidemarkError('INVALID', 'createChatStore: options.store must be a tidemark SessionStore');
+    }
+    const attempts = options.maxAttempts ?? 16;
+    if (!Number.isSafeInteger(attempts) || attempts < 1) {
+      throw new TidemarkError(
+        'INVALID',
+        `createChatStore: maxAttempts must be a positive integer, got ${describe(attempts)}`,
+      );
+    }
+    this.store = options.store;
+    this.validation = options.validation;
+    this.cwd = options.cwd;
+    this.maxAttempts = attempts;
+  }
+
+  /**
+   * Creates a chat and writes it, so that any server can load it at once, and returns its id.
+   * @throws TidemarkError ALREADY_EXISTS when the chat exists, INVALID for a bad id or title.
+   */
+  async createChat(init: CreateChatInit = {}): Promise<string> {
+    const chatId = init.id ?? generateId();
+    const sessionId = sessionIdOfChat(chatId);
+    return this.queue.run(sessionId, async () => {
+      await this.store.create({
+        id: sessionId,
+        ...(this.cwd !== undefined && { cwd: this.cwd }),
+        ...(init.title !== undefined && { title: init.title }),
+      });
+      try {
+        await this.store.append(sessionId, batchOf(emptyChat(chatId), { created: true }, nowIso()));
+      } catch (error) {
+        if (!isTidemarkError(error, 'CONFLICT')) throw error;
+        throw new TidemarkError('ALREADY_EXISTS', `chat ${JSON.stringify(chatId)} already exists`, {
+          sessionId,
+          cause: error,
+        });
+      }
+      return chatId;
+    });
+  }
+
+  /**
+   * The messages of a chat, validated with `validateUIMessages` when the store (or this call) has
+   * validation schemas.
+   * @throws TidemarkError NOT_FOUND when the chat was never created or saved, INVALID when the
+   *   messages fail validation (the AI SDK's error is the `cause`), and every store error as is.
+   */
+  async loadChat(
+    chatId: string,
+    options: { validation?: ChatValidation<UI_MESSAGE> } = {},
+  ): Promise<UI_MESSAGE[]> {
+    const { messages, sessionId } = await this.loadChatState(chatId);
+    const validation = options.validation ?? this.validation;
+    if (validation === undefined || messages.length === 0) return messages;
+    try {
+      return await validateUIMessages<UI_MESSAGE>({ ...validation, messages });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+      throw new TidemarkError(
+        'INVALID',
+        `chat ${JSON.stringify(chatId)}: stored messages fail validation: ${reason}`,
+        {
+          sessionId,
+          cause: error,
+        },
+      );
+    }
+  }
+
+  /** The chat with its active stream id and how its last stream ended. NOT_FOUND as loadChat. */
+  async loadChatState(chatId: string): Promise<ChatState<UI_MESSAGE>> {
+    const sessionId = sessionIdOfChat(chatId);
+    const chat = await this.read(sessionId, chatId);
+    if (chat === undefined)
+      throw new TidemarkError('NOT_FOUND', `chat ${JSON.stringify(chatId)} does not exist`, { sessionId });
+    const state: ChatState<UI_MESSAGE> = {
+      chatId,
+      sessionId,
+      messages: chat.order.map((id) => chat.byId.get(id) as unknown as UI_MESSAGE),
+      activeStreamId: chat.activeStreamId,
+    };
+    if (chat.lastEnd !== undefined) state.lastEnd = chat.lastEnd;
+    return state;
+  }
+
+  /**
+   * Makes the chat hold exactly `messages`, appending only what is new or changed (by message id)
+   * as one event; a chat saved for the first time is created with it. Saving the same list again
+   * writes nothing.
+   * @throws TidemarkError INVALID naming the offending message, CONFLICT after `maxAttempts` lost
+   *   races, and every store error (IO, CORRUPT, CLOSED) as is.
+   */
+  async saveChat(args: { chatId: string; messages: readonly UI_MESSAGE[] }): Promise<SaveResult> {
+    if (typeof args !== 'object' || args === null)
+      throw new TidemarkError('INVALID', `saveChat: expected { chatId, messages }, got ${describe(args)}`);
+    return this.save(args.chatId, args.messages, undefined, undefined);
+  }
+
+  /**
+   * A finish handler for `toUIMessageStreamResponse({ onFinish })` or
+   * `createUIMessageStream({ onFinish })` (`onEnd` in AI SDK 7): it saves the final messages and
+   * records how the stream ended, aborted or not, in one batch. Pass `consumeSseStream:
+   * consumeStream` to the response so that a client that goes away does not stop the run before
+   * this handler sees its end. A failed save rejects the handler's promise.
+   */
+  onEnd(chatId: string, options: OnEndOptions = {}): (event: ChatEndEvent<UI_MESSAGE>) => Promise<void> {
+    sessionIdOfChat(chatId);
+    if (options.activeStreamId !== undefined)
+      checkStreamId(options.activeStreamId, 'onEnd: options.activeStreamId');
+    return async (event) => {
+      const { messages, isAborted, finishReason, responseMessage, outcome } = checkEndEvent(event);
+      const end: ChatEnd = { aborted: isAborted };
+      if (typeof outcome?.status === 'string') end.outcome = outcome.status;
+      if (finishReason !== undefined) end.finishReason = finishReason;
+      if (typeof responseMessage?.id === 'string') end.responseMessageId = responseMessage.id;
+      await this.save(chatId, messages as UI_MESSAGE[], end, options.activeStreamId);
+    };
+  }
+
+  /** The id of the stream a client can resume, or null. NOT_FOUND when the chat does not exist. */
+  async getActiveStreamId(chatId: string): Promise<string | null> {
+    return (await this.loadChatState(chatId)).activeStreamId;
+  }
+
+  /**
+   * Compare-and-set of the active stream id: sets it to `next` only if it is `expected` now, and
+   * says whether it did. Of many servers racing from the same `expected`, exactly one gets true.
+   * A chat that does not exist yet has the active stream id null (and is created by the set).
+   * @throws TidemarkError INVALID for a bad id, CONFLICT after `maxAttempts` races lost to writes
+   *   that left the id as expected, and every store error as is.
+   */
+  async setActiveStreamId(chatId: string, expected: string | null, next: string | null): Promise<boolean> {
+    checkStreamId(expected, 'setActiveStreamId: expected');
+    checkStreamId(next, 'setActiveStreamId: next');
+    return this.commit(chatId, (chat) => {
+      if (chat.activeStreamId !== expected) return { result: false };
+      if (expected === next) return { result: true };
+      return { result: true, operation: { activeStream: { expected, next } } };
+    });
+  }
+
+  private async save(
+    chatId: string,
+    messages: readonly UI_MESSAGE[],
+    end: ChatEnd | undefined,
+    clearStream: string | undefined,
+  ): Promise<SaveResult> {
+    const wanted = toStoredMessages(messages);
+    return this.commit(chatId, (chat) => {
+      const changes = diffMessages(chat, wanted);
+      const kept = new Set(wanted.map((message) => message.id));
+      const result: SaveResult = {
+        written: false,
+        appended: changes?.append.length ?? 0,
+        replaced: changes?.replace.length ?? 0,
+        removed: chat.order.filter((id) => !kept.has(id)).length,
+      };
+      const operation: Operation = {};
+      if (changes !== undefined || end !== undefined) {
+        operation.save = {
+          changes: changes ?? { append: [], replace: [] },
+          ...(end !== undefined && { end }),
+        };
+      }
+      if (clearStream !== undefined && chat.activeStreamId === clearStream)
+        operation.activeStream = { expected: clearStream, next: null };
+      if (operation.save === undefined && operation.activeStream === undefined) return { result };
+      return { result: { ...result, written: true }, operation };
+    });
+  }
+
+  /**
+   * Runs one operation as a compare-and-set on the chat's next seq: read the chat, plan, append at
+   * the seq read. A CONFLICT means another writer got there first: read again and re-plan.
+   */
+  private async commit<T>(
+    chatId: string,
+    plan: (chat: FoldedChat) => { result: T; operation?: Operation },
+  ): Promise<T> {
+    const sessionId = sessionIdOfChat(chatId);
+    return this.queue.run(sessionId, async () => {
+      for (let attempt = 1; ; attempt++) {
+        const stored = await this.read(sessionId, chatId);
+        const chat = stored ?? emptyChat(chatId);
+        const { result, operation } = plan(chat);
+        if (operation === undefined) return result;
+        try {
+          if (stored === undefined) await this.reserve(sessionId);
+          await this.store.append(
+            sessionId,
+            batchOf(chat, { ...operation, created: stored === undefined }, nowIso()),
+          );
+          return result;
+        } catch (error) {
+          if (!isTidemarkError(error, 'CONFLICT')) throw error;
+          if (attempt >= this.maxAttempts) {
+            throw new TidemarkError(
+              'CONFLICT',
+              `chat ${JSON.stringify(chatId)}: lost ${attempt} races to other writers`,
+              {
+                sessionId,
+                cause: error,
+                retryable: true,
+              },
+            );
+          }
+          // A jittered pause, so writers that keep meeting each other (or a JSONL lock another
+          // instance is handing over) spread out instead of colliding in step.
+          await sleep(Math.random() * Math.min(100, 2 ** attempt));
+        }
+      }
+    });
+  }
+
+  /** Reserves the session of a chat's first batch. */
+  private async reserve(sessionId: string): Promise<void> {
+    try {
+      await this.store.create({ id: sessionId, ...(this.cwd !== undefined && { cwd: this.cwd }) });
+    } catch (error) {
+      // Reserved here by an attempt that failed, or written by another writer meanwhile: the
+      // append at seq 0 decides (it lands, or is CONFLICT and the chat is read again).
+      if (!isTidemarkError(error, 'ALREADY_EXISTS')) throw error;
+    }
+  }
+
+  /** The chat folded from its log; undefined when its session does not exist. */
+  private async read(sessionId: string, chatId: string): Promise<FoldedChat | undefined> {
+    try {
+      const loaded = await this.store.load(sessionId);
+      return foldChat(sessionId, chatId, loaded.events);
+    } catch (error) {
+      if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
+      throw error;
+    }
+  }
+}
+
+/** A {@link ChatStore} over `options.store`. */
+export function createChatStore<UI_MESSAGE extends UIMessage = UIMessage>(
+  options: ChatStoreOptions<UI_MESSAGE>,
+): ChatStore<UI_MESSAGE> {
+  return new ChatStore(options);
+}

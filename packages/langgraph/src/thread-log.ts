@@ -1,0 +1,258 @@
+// The saver's view of the store: per thread, the folded state and the head it was folded up to.
+// Reads bring a cached thread up to date by reading from the last event it knows (one store read,
+// which also proves that event is still there: a deleted or replaced log is folded again from the
+// start). Writes append at the known head with an explicit seq; CONFLICT means another writer got
+// there first, and the batch is retried once only when what that writer added cannot make ours
+// lose or hide a checkpoint.
+import { randomUUID } from 'node:crypto';
+import {
+  isTidemarkError,
+  KeyedQueue,
+  type SessionEvent,
+  type SessionStore,
+  TidemarkError,
+} from '@tidemark/core';
+import { parseRecord, recordData, type ThreadRecord } from './records.js';
+import { ThreadState } from './thread-state.js';
+
+/** A thread as this saver last saw it. */
+interface CachedThread {
+  state: ThreadState;
+  /** The seq the next batch must start with; 0 when the session does not exist. */
+  nextSeq: number;
+  /** The last event folded, as {@link fingerprint} (to recognise the same log on the next read). */
+  last?: { seq: number; print: string };
+}
+
+/** What bringing a thread up to date found. */
+interface SyncResult {
+  entry: CachedThread;
+  /** Namespaces in which checkpoints appeared that the previous state did not have. */
+  newCheckpointNs: Set<string>;
+  /** The log was deleted or replaced since the previous state. */
+  replaced: boolean;
+}
+
+/** Summary attribute naming the thread a session belongs to. */
+export const THREAD_ATTR = 'langgraphThread';
+
+/** Per-thread access to the store, serialized per thread within this saver. */
+export class ThreadLog {
+  private readonly queue = new KeyedQueue();
+  private readonly cache = new Map<string, CachedThread>();
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly maxCachedThreads: number,
+  ) {}
+
+  /** Runs `fn` with the thread's state brought up to date, alone among this saver's calls on it. */
+  read<T>(threadId: string, sessionId: string, fn: (state: ThreadState) => Promise<T> | T): Promise<T> {
+    return this.queue.run(sessionId, async () => {
+      const { entry } = await this.sync(threadId, sessionId, this.cache.get(sessionId));
+      return fn(entry.state);
+    });
+  }
+
+  /**
+   * Appends the records `build` derives from the current state as one batch (nothing when it
+   * returns none). `ns` is the namespace the batch extends: a retry after CONFLICT is made only
+   * when the other writer added no checkpoint there.
+   */
+  write(
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    build: (state: ThreadState) => ThreadRecord[],
+  ): Promise<void> {
+    return this.queue.run(sessionId, async () => {
+      let entry = this.cache.get(sessionId) ?? (await this.sync(threadId, sessionId, undefined)).entry;
+      for (let attempt = 0; ; attempt += 1) {
+        const records = build(entry.state);
+        if (records.length === 0) return;
+        const batch = randomUUID();
+        try {
+          await this.append(threadId, sessionId, entry, [...records, { kind: 'boundary', batch }]);
+          return;
+        } catch (error) {
+          if (!isTidemarkError(error, 'CONFLICT') && !isTidemarkError(error, 'NOT_FOUND')) {
+            // The outcome may be unknown (a lost connection): fold the log again next time.
+            this.cache.delete(sessionId);
+            throw error;
+          }
+          const synced = await this.sync(threadId, sessionId, entry);
+          entry = synced.entry;
+          if (entry.state.hasBatch(batch)) return;
+          if (attempt > 0 || synced.replaced || synced.newCheckpointNs.has(ns)) {
+            throw concurrentWriter(threadId, sessionId, synced.replaced, error);
+          }
+        }
+      }
+    });
+  }
+
+  /** Deletes the thread's session. */
+  delete(sessionId: string): Promise<void> {
+    return this.queue.run(sessionId, async () => {
+      this.cache.delete(sessionId);
+      try {
+        await this.store.delete(sessionId);
+      } catch (error) {
+        if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+      }
+    });
+  }
+
+  private async append(
+    threadId: string,
+    sessionId: string,
+    entry: CachedThread,
+    records: ThreadRecord[],
+  ): Promise<void> {
+    if (entry.nextSeq === 0) await this.createSession(threadId, sessionId);
+    const time = new Date().toISOString();
+    const events: SessionEvent[] = records.map((record, i) => ({
+      seq: entry.nextSeq + i,
+      type: eventType(record),
+      time,
+      data: recordData(record),
+    }));
+    const { nextSeq } = await this.store.append(sessionId, events);
+    for (const record of records) entry.state.apply(record);
+    const last = events[events.length - 1]!;
+    entry.nextSeq = nextSeq;
+    entry.last = { seq: last.seq, print: fingerprint(last) };
+    this.remember(sessionId, entry);
+  }
+
+  /** Creates the session (lazily: written with the first batch), naming its thread in the summary. */
+  private async createSession(threadId: string, sessionId: string): Promise<void> {
+    try {
+      await this.store.create({ id: sessionId });
+    } catch (error) {
+      // Pending here from an earlier failed first batch, or materialized by another writer (then
+      // the append at seq 0 answers CONFLICT).
+      if (!isTidemarkError(error, 'ALREADY_EXISTS')) throw error;
+      return;
+    }
+    await this.store.update(sessionId, { attrs: { [THREAD_ATTR]: threadId } });
+  }
+
+  /** Brings `cached` up to date (or folds the thread from the start when it is unknown or gone). */
+  private async sync(
+    threadId: string,
+    sessionId: string,
+    cached: CachedThread | undefined,
+  ): Promise<SyncResult> {
+    const counts = new Map<string, number>();
+    if (cached?.last !== undefined) {
+      for (const ns of cached.state.namespaces()) counts.set(ns, cached.state.checkpointCount(ns));
+      const tail = await this.readFrom(sessionId, cached.last.seq);
+      const first = tail?.[0];
+      if (first !== undefined && fingerprint(first) === cached.last.print) {
+        this.foldInto(sessionId, cached, tail!.slice(1));
+        this.remember(sessionId, cached);
+        return { entry: cached, newCheckpointNs: grownNamespaces(cached.state, counts), replaced: false };
+      }
+    }
+    const entry = await this.loadFromStart(threadId, sessionId);
+    const replaced = cached?.last !== undefined;
+    return { entry, newCheckpointNs: grownNamespaces(entry.state, counts), replaced };
+  }
+
+  private async loadFromStart(threadId: string, sessionId: string): Promise<CachedThread> {
+    const entry: CachedThread = { state: new ThreadState(), nextSeq: 0 };
+    let loaded: Awaited<ReturnType<SessionStore['load']>>;
+    try {
+      loaded = await this.store.load(sessionId);
+    } catch (error) {
+      if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+      this.remember(sessionId, entry);
+      return entry;
+    }
+    const owner = loaded.summary.attrs?.[THREAD_ATTR];
+    if (owner !== undefined && owner !== threadId) {
+      throw new TidemarkError(
+        'CONFLICT',
+        `session ${sessionId} holds thread ${JSON.stringify(owner)}, not ${JSON.stringify(threadId)}`,
+        { sessionId },
+      );
+    }
+    this.foldInto(sessionId, entry, loaded.events);
+    this.remember(sessionId, entry);
+    return entry;
+  }
+
+  /** The events from `fromSeq` on, or undefined when the session does not exist. */
+  private async readFrom(sessionId: string, fromSeq: number): Promise<SessionEvent[] | undefined> {
+    const events: SessionEvent[] = [];
+    try {
+      for await (const event of this.store.read(sessionId, { fromSeq })) events.push(event);
+    } catch (error) {
+      if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
+      throw error;
+    }
+    return events;
+  }
+
+  private foldInto(sessionId: string, entry: CachedThread, events: readonly SessionEvent[]): void {
+    for (const event of events) {
+      if (event.seq !== entry.nextSeq) {
+        throw new TidemarkError(
+          'CORRUPT',
+          `session ${sessionId}: event ${event.seq} where ${entry.nextSeq} was due`,
+          {
+            sessionId,
+            location: { seq: event.seq },
+          },
+        );
+      }
+      const record = parseRecord(sessionId, event);
+      if (record !== undefined) entry.state.apply(record);
+      entry.nextSeq = event.seq + 1;
+      entry.last = { seq: event.seq, print: fingerprint(event) };
+    }
+  }
+
+  /** Keeps `entry` as the most recently used thread, dropping the least recently used beyond the bound. */
+  private remember(sessionId: string, entry: CachedThread): void {
+    this.cache.delete(sessionId);
+    this.cache.set(sessionId, entry);
+    while (this.cache.size > this.maxCachedThreads) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+    }
+  }
+}
+
+function eventType(record: ThreadRecord): string {
+  return record.kind === 'boundary' ? 'turn/end' : `langgraph/${record.kind}`;
+}
+
+/** What identifies an event: our boundaries carry a random batch id, so a replaced log never matches. */
+function fingerprint(event: SessionEvent): string {
+  const { data } = event;
+  const batch =
+    typeof data === 'object' && data !== null && !Array.isArray(data) ? data.langgraphBatch : undefined;
+  return JSON.stringify([event.seq, event.time, event.type, typeof batch === 'string' ? batch : null]);
+}
+
+function grownNamespaces(state: ThreadState, before: ReadonlyMap<string, number>): Set<string> {
+  const grown = new Set<string>();
+  for (const ns of state.namespaces()) if (state.checkpointCount(ns) > (before.get(ns) ?? 0)) grown.add(ns);
+  return grown;
+}
+
+function concurrentWriter(
+  threadId: string,
+  sessionId: string,
+  replaced: boolean,
+  cause: unknown,
+): TidemarkError {
+  const what = replaced ? 'was deleted or replaced' : 'was extended with checkpoints by another writer';
+  return new TidemarkError(
+    'CONFLICT',
+    `thread ${JSON.stringify(threadId)} ${what} since this saver last read it; nothing was written. Read the thread again (getTuple) before writing.`,
+    { sessionId, cause, retryable: true },
+  );
+}

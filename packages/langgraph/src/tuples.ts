@@ -1,0 +1,135 @@
+// From the folded index to LangGraph's tuples, in two steps: `gatherTuple` picks the records a
+// tuple needs while the thread is locked (no I/O), `materializeTuple` deserializes them after.
+import type { RunnableConfig } from '@langchain/core/runnables';
+import {
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  maxChannelVersion,
+  type SerializerProtocol,
+  TASKS,
+} from '@langchain/langgraph-checkpoint';
+import { type CheckpointRecord, decodeBytes, type SerializedValue, type Version } from './records.js';
+import type { StoredWrite, ThreadState } from './thread-state.js';
+
+/** The records one tuple is made of. */
+export interface GatheredTuple {
+  threadId: string;
+  ns: string;
+  record: CheckpointRecord;
+  /** The stored value of each channel of `record.vers` that has one. */
+  values: [string, SerializedValue][];
+  writes: StoredWrite[];
+  /** The parent's `__pregel_tasks` writes, for a checkpoint older than format 4. */
+  parentSends: StoredWrite[];
+}
+
+/** Picks what a tuple of `record` needs from `state`. */
+export function gatherTuple(
+  state: ThreadState,
+  threadId: string,
+  ns: string,
+  record: CheckpointRecord,
+): GatheredTuple {
+  const values: [string, SerializedValue][] = [];
+  for (const ch of Object.keys(record.vers)) {
+    const stored = state.channelBlob(ns, record, ch)?.value;
+    if (stored !== undefined) values.push([ch, stored]);
+  }
+  const parentSends =
+    record.parent === undefined ? [] : state.orderedWrites(ns, record.parent).filter((w) => w.ch === TASKS);
+  return { threadId, ns, record, values, writes: state.orderedWrites(ns, record.id), parentSends };
+}
+
+/** The config naming one checkpoint. */
+export function checkpointConfig(threadId: string, ns: string, id: string): RunnableConfig {
+  return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
+}
+
+/** Deserializes a stored value. */
+export function loadValue(serde: SerializerProtocol, value: SerializedValue): Promise<unknown> {
+  return serde.loadsTyped(value.t, decodeBytes(value));
+}
+
+/** Deserializes stored writes as LangGraph's pending writes. */
+export function loadWrites(
+  serde: SerializerProtocol,
+  writes: readonly StoredWrite[],
+): Promise<CheckpointPendingWrite[]> {
+  return Promise.all(
+    writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.ch, await loadValue(serde, w.value)]),
+  );
+}
+
+/**
+ * The tuple of a gathered checkpoint: `channel_values` rebuilt from the blobs its
+ * `channel_versions` name; for a checkpoint older than format 4, the parent's pending sends moved
+ * into `channel_values[TASKS]` as LangGraph's own savers do.
+ */
+export async function materializeTuple(
+  serde: SerializerProtocol,
+  gathered: GatheredTuple,
+  nextVersion: (current: Version | undefined) => Version,
+): Promise<CheckpointTuple> {
+  const { threadId, ns, record } = gathered;
+  const checkpoint = (await loadValue(serde, record.cp)) as Checkpoint;
+  const channelValues: Record<string, unknown> = {};
+  for (const [ch, value] of gathered.values) channelValues[ch] = await loadValue(serde, value);
+  checkpoint.channel_values = channelValues;
+  if (checkpoint.v < 4 && record.parent !== undefined) {
+    channelValues[TASKS] = await Promise.all(gathered.parentSends.map((w) => loadValue(serde, w.value)));
+    const versions = Object.values(checkpoint.channel_versions ?? {});
+    checkpoint.channel_versions = {
+      ...checkpoint.channel_versions,
+      [TASKS]: versions.length > 0 ? maxChannelVersion(...versions) : nextVersion(undefined),
+    };
+  }
+  const tuple: CheckpointTuple = {
+    config: checkpointConfig(threadId, ns, record.id),
+    checkpoint,
+    metadata: (await loadValue(serde, record.md)) as CheckpointMetadata,
+    pendingWrites: await loadWrites(serde, gathered.writes),
+  };
+  if (record.parent !== undefined) tuple.parentConfig = checkpointConfig(threadId, ns, record.parent);
+  return tuple;
+}
+
+/** What a delta-history walk picked for one channel: the writes per ancestor (newest first) and the seed. */
+export interface GatheredHistory {
+  writesNewestFirst: StoredWrite[][];
+  seed?: SerializedValue;
+}
+
+/**
+ * Walks the parent chain of `id` (the target's own writes are pending for the next step and left
+ * out), collecting each channel's writes until the nearest ancestor holding a stored value for it.
+ */
+export function gatherDeltaHistory(
+  state: ThreadState,
+  ns: string,
+  id: string,
+  channels: readonly string[],
+): Map<string, GatheredHistory> {
+  const result = new Map<string, GatheredHistory>(channels.map((ch) => [ch, { writesNewestFirst: [] }]));
+  const remaining = new Set(channels);
+  const visited = new Set<string>();
+  let current = state.checkpoint(ns, id)?.parent;
+  while (current !== undefined && remaining.size > 0 && !visited.has(current)) {
+    visited.add(current);
+    const ancestor = state.checkpoint(ns, current);
+    if (ancestor === undefined) break;
+    const writes = state.orderedWrites(ns, current);
+    for (const ch of [...remaining]) {
+      const entry = result.get(ch)!;
+      entry.writesNewestFirst.push(writes.filter((w) => w.ch === ch));
+      const stored = state.channelBlob(ns, ancestor, ch)?.value;
+      if (stored !== undefined) {
+        entry.seed = stored;
+        remaining.delete(ch);
+      }
+    }
+    current = ancestor.parent;
+  }
+  return result;
+}
