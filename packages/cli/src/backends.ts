@@ -1,17 +1,15 @@
 // Opening a store from its address. The backend packages are loaded lazily with a computed
 // specifier, so that the CLI builds and runs when one of them is missing or not yet built: that
 // address then fails with UNAVAILABLE instead of the whole CLI failing to start.
-import type { SessionStore, StoreOptions } from '@tidemark/core';
+import type { MaintainedStore, StoreOptions } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import type { StoreAddress } from './address.js';
 import { CliError } from './exit-codes.js';
-import { jsonlMaintenance, sqliteMaintenance } from './maintenance.js';
-import type { Maintenance } from './maintenance-types.js';
 
-/** A store opened by the CLI, with what it knows about checking and repairing it. */
-export interface Backend extends Maintenance {
+/** A store opened by the CLI: every backend's store offers the core maintenance interface. */
+export interface Backend {
   address: StoreAddress;
-  store: SessionStore;
+  store: MaintainedStore;
 }
 
 async function importOptional(specifier: string, address: string): Promise<Record<string, unknown>> {
@@ -26,15 +24,16 @@ async function importOptional(specifier: string, address: string): Promise<Recor
   }
 }
 
-function factory<T>(
-  module: Record<string, unknown>,
+/** The store factory `name` of the backend package `specifier`, loaded on first use. */
+async function factory<T>(
+  specifier: string,
   name: string,
   address: string,
-): (options: T) => Promise<SessionStore> {
-  const fn = module[name];
+): Promise<(options: T) => Promise<MaintainedStore>> {
+  const fn = (await importOptional(specifier, address))[name];
   if (typeof fn !== 'function')
     throw new CliError('UNAVAILABLE', `backend for ${address} is not available: ${name} is missing`);
-  return fn as (options: T) => Promise<SessionStore>;
+  return fn as (options: T) => Promise<MaintainedStore>;
 }
 
 /** Opens the store at `address`. */
@@ -43,21 +42,36 @@ export async function openBackend(address: StoreAddress, options: StoreOptions =
     case 'memory':
       return { address, store: await openMemoryStore(options) };
     case 'jsonl': {
-      const module = await importOptional('@tidemark/jsonl', address.text);
-      const open = factory<{ root: string } & StoreOptions>(module, 'openJsonlStore', address.text);
-      const store = await open({ root: address.dir, ...options });
-      return { address, store, ...jsonlMaintenance(module, address.dir, store) };
+      const open = await factory<{ root: string } & StoreOptions>(
+        '@tidemark/jsonl',
+        'openJsonlStore',
+        address.text,
+      );
+      return { address, store: await open({ root: address.dir, ...options }) };
     }
     case 'sqlite': {
-      const module = await importOptional('@tidemark/sqlite', address.text);
-      const open = factory<{ path: string } & StoreOptions>(module, 'openSqliteStore', address.text);
-      const store = await open({ path: address.file, ...options });
-      return { address, store, ...sqliteMaintenance(module, address.file, store, options.boundaryTypes) };
-    }
-    case 'postgres':
-      throw new CliError(
-        'UNAVAILABLE',
-        `backend for ${address.text} is not available in this installation (@tidemark/postgres is not shipped yet)`,
+      const open = await factory<{ path: string } & StoreOptions>(
+        '@tidemark/sqlite',
+        'openSqliteStore',
+        address.text,
       );
+      return { address, store: await open({ path: address.file, ...options }) };
+    }
+    case 'postgres': {
+      const open = await factory<{ connectionString: string; schema?: string } & StoreOptions>(
+        '@tidemark/postgres',
+        'openPostgresStore',
+        address.text,
+      );
+      const schema = address.schema;
+      return {
+        address,
+        store: await open({
+          connectionString: address.url,
+          ...(schema !== undefined && { schema }),
+          ...options,
+        }),
+      };
+    }
   }
 }

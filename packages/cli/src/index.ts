@@ -6,6 +6,7 @@
 export { defaultStoreAddress, parseStoreAddress, type StoreAddress, tidemarkHome } from './address.js';
 export { type Backend, openBackend } from './backends.js';
 export { main } from './cli.js';
+export type { VerifyFinding } from './commands/verify.js';
 export type { CliConfig, Io } from './context.js';
 export {
   EXPORT_FORMAT,
@@ -18,5 +19,3 @@ export {
 } from './exchange.js';
 export { type CliCode, CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
 export { LIST_HEADER, makeStyle, progressBar, renderTable, renderTimeline, type Style } from './format.js';
-export type { VerifyFinding } from './maintenance-types.js';
-export { verifyByReading } from './verify-by-reading.js';

@@ -1,6 +1,6 @@
 // The core of `tidemark migrate`: copy every session of one store into another, then verify the
 // target. Works on stores, not addresses; the command adds the audit log and the output.
-import type { SessionStore, SessionSummary, TidemarkError } from '@tidemark/core';
+import { listAll, type SessionStore, type SessionSummary, type TidemarkError } from '@tidemark/core';
 import { type CopyResult, copySession } from '@tidemark/lifecycle';
 import { describeFailure } from './exit-codes.js';
 
@@ -55,13 +55,11 @@ async function verifyTarget(
   const counts = new Map<string, number>();
   const problems = new Map<string, TidemarkError>();
   try {
-    let cursor: string | undefined;
-    do {
-      const page = await to.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-      for (const s of page.sessions) if (wanted.has(s.id)) counts.set(s.id, s.eventCount);
-      for (const p of page.problems) if (wanted.has(p.id)) problems.set(p.id, p.error);
-      cursor = page.nextCursor;
-    } while (cursor !== undefined);
+    for await (const entry of listAll(to)) {
+      if ('summary' in entry) {
+        if (wanted.has(entry.summary.id)) counts.set(entry.summary.id, entry.summary.eventCount);
+      } else if (wanted.has(entry.problem.id)) problems.set(entry.problem.id, entry.problem.error);
+    }
   } catch (error) {
     // Not one session could be checked: each is reported with the reason, none taken for missing.
     const { code, message } = describeFailure(error);
@@ -107,13 +105,15 @@ export async function migrateSessions(
 ): Promise<MigrateReport> {
   const summaries = new Map<string, SessionSummary>();
   const problems: MigrateFailure[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await from.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    for (const summary of page.sessions) summaries.set(summary.id, summary);
-    problems.push(...page.problems.map((p) => ({ id: p.id, code: p.error.code, message: p.error.message })));
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
+  for await (const entry of listAll(from)) {
+    if ('summary' in entry) summaries.set(entry.summary.id, entry.summary);
+    else
+      problems.push({
+        id: entry.problem.id,
+        code: entry.problem.error.code,
+        message: entry.problem.error.message,
+      });
+  }
   // In id order, so that a resumed migration walks the sessions in the same order.
   const ids = [...summaries.keys()].sort();
   const results: CopyResult[] = [];

@@ -1,6 +1,12 @@
 // Finding one session for a command, and saying precisely why it is not there: in the trash,
 // removed, audited but missing, or never known.
-import { type SessionEvent, type SessionStore, type SessionSummary, TidemarkError } from '@tidemark/core';
+import {
+  listAll,
+  type SessionEvent,
+  type SessionStore,
+  type SessionSummary,
+  TidemarkError,
+} from '@tidemark/core';
 import type { AuditEntry, Lifecycle } from '@tidemark/lifecycle';
 import type { Backend } from './backends.js';
 import { auditLog, type Context, openLifecycleFor } from './context.js';
@@ -8,15 +14,11 @@ import { CliError, describeFailure } from './exit-codes.js';
 
 /** The summary of one session, through list (which reads no event logs). */
 export async function findSummary(store: SessionStore, id: string): Promise<SessionSummary | undefined> {
-  let cursor: string | undefined;
-  do {
-    const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
-    const found = page.sessions.find((s) => s.id === id);
-    if (found !== undefined) return found;
-    const problem = page.problems.find((p) => p.id === id);
-    if (problem !== undefined) throw problem.error;
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
+  for await (const entry of listAll(store)) {
+    if ('summary' in entry) {
+      if (entry.summary.id === id) return entry.summary;
+    } else if (entry.problem.id === id) throw entry.problem.error;
+  }
   return undefined;
 }
 

@@ -41,7 +41,7 @@ export default function setup(project: TestProject): void {
     if (failure !== undefined) throw new Error(failure);
   }
   const unavailable: Record<string, string> = {};
-  for (const optional of ['jsonl', 'sqlite', 'faults']) {
+  for (const optional of ['jsonl', 'sqlite', 'postgres', 'faults']) {
     const failure = build(optional);
     if (failure !== undefined) unavailable[optional] = failure;
   }

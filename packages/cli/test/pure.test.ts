@@ -30,6 +30,23 @@ describe('store addresses', () => {
     }
   });
 
+  it('takes the schema parameter out of what pg sees and masks every credential in the display form', () => {
+    expect(parseStoreAddress('postgresql://u:pw@h:5433/db?schema=s1&sslmode=disable')).toEqual({
+      kind: 'postgres',
+      url: 'postgresql://u:pw@h:5433/db?sslmode=disable',
+      schema: 's1',
+      text: 'postgresql://***@h:5433/db?sslmode=disable&schema=s1',
+    });
+    expect(parseStoreAddress('postgres://h/db?password=pw2&schema=a%20b')).toMatchObject({
+      url: 'postgres://h/db?password=pw2',
+      schema: 'a b',
+      text: 'postgres://h/db?password=***&schema=a%20b',
+    });
+    // A raw `/` or `@` in the password must not leave part of it shown.
+    expect(parseStoreAddress('postgres://u:p/w@x@h/db').text).toBe('postgres://***@h/db');
+    expect(() => parseStoreAddress('postgres://h/db?schema=')).toThrow(CliError);
+  });
+
   it('expands a leading ~ or ~/ to the home directory passed in, and nothing else', () => {
     expect(parseStoreAddress('sqlite:~/s.db', '/w', '/home/me')).toEqual({
       kind: 'sqlite',

@@ -1,28 +1,57 @@
 // `tidemark list`: sessions, newest first, with the ones the store could not describe on stderr.
-import type { SessionSummary } from '@tidemark/core';
+import {
+  type ListProblem,
+  listAll,
+  MAX_LIST_LIMIT,
+  type SessionStore,
+  type SessionSummary,
+} from '@tidemark/core';
 import { type Context, openMain, print, printJson } from '../context.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { LIST_HEADER, listRows, renderTable } from '../format.js';
 import { positiveInteger } from '../options.js';
 
+/** A session `list` could not describe, as printed. */
+interface ListedProblem {
+  id: string;
+  code: string;
+  message: string;
+}
+
+/**
+ * The sessions to show and the problems to report. A limit the store takes in one page is one
+ * `list` call (its problems are the ones found on the way); anything larger walks the pages and
+ * stops at the first session past the limit.
+ */
+async function listSessions(
+  store: SessionStore,
+  cwd: string | undefined,
+  limit: number | undefined,
+): Promise<{ sessions: SessionSummary[]; problems: ListedProblem[] }> {
+  const described = (p: ListProblem): ListedProblem => ({
+    id: p.id,
+    code: p.error.code,
+    message: p.error.message,
+  });
+  if (limit !== undefined && limit <= MAX_LIST_LIMIT) {
+    const page = await store.list({ ...(cwd !== undefined && { cwd }), limit });
+    return { sessions: page.sessions, problems: page.problems.map(described) };
+  }
+  const sessions: SessionSummary[] = [];
+  const problems: ListedProblem[] = [];
+  for await (const entry of listAll(store, cwd !== undefined ? { cwd } : {})) {
+    if ('problem' in entry) problems.push(described(entry.problem));
+    else if (limit !== undefined && sessions.length >= limit) break;
+    else sessions.push(entry.summary);
+  }
+  return { sessions, problems };
+}
+
 /** Runs `tidemark list [--cwd DIR] [--limit N] [--json]`. */
 export async function runList(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
   const limit = ctx.values.limit === undefined ? undefined : positiveInteger(ctx.values.limit, '--limit');
-  const sessions: SessionSummary[] = [];
-  const problems: { id: string; code: string; message: string }[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await main.store.list({
-      ...(ctx.values.cwd !== undefined && { cwd: ctx.values.cwd }),
-      limit: Math.min(1000, limit ?? 1000),
-      ...(cursor !== undefined && { cursor }),
-    });
-    sessions.push(...page.sessions);
-    problems.push(...page.problems.map((p) => ({ id: p.id, code: p.error.code, message: p.error.message })));
-    cursor = page.nextCursor;
-  } while (cursor !== undefined && (limit === undefined || sessions.length < limit));
-  const shown = limit === undefined ? sessions : sessions.slice(0, limit);
+  const { sessions: shown, problems } = await listSessions(main.store, ctx.values.cwd, limit);
   if (ctx.values.json) {
     printJson(ctx.io, { store: main.address.text, sessions: shown, problems });
   } else {

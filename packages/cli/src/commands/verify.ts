@@ -1,10 +1,23 @@
-// `tidemark verify`: a read-only check of one session or the whole store, plus the sessions the
-// audit log says the store holds and it does not.
+// `tidemark verify`: the store's own read-only check of one session or the whole store, plus the
+// sessions the audit log says the store holds and it does not.
+import type { MaintenanceProblem } from '@tidemark/core';
 import type { Backend } from '../backends.js';
 import { auditLog, type Context, openLifecycleFor, openMain, print, printJson } from '../context.js';
 import { CliError, EXIT_CODES } from '../exit-codes.js';
-import { type VerifyFinding, verifyBackend } from '../maintenance.js';
 import { absent } from '../sessions.js';
+
+/** One finding of `tidemark verify`, as `--json` prints it. */
+export interface VerifyFinding {
+  /**
+   * A {@link MaintenanceProblem} kind, or `missing`: audited but missing from the store. All but
+   * `interrupted` (a turn a crash cut short) mean damage.
+   */
+  kind: MaintenanceProblem['kind'] | 'missing';
+  sessionId: string;
+  message: string;
+  /** File and byte offset, or table and row, and the seq concerned. */
+  location?: { file?: string; offset?: number; bytes?: number; table?: string; row?: string; seq?: number };
+}
 
 /** Runs `tidemark verify [<id> | --all] [--json]`; exit 1 when damage is found. */
 export async function runVerify(ctx: Context): Promise<number> {
@@ -12,16 +25,22 @@ export async function runVerify(ctx: Context): Promise<number> {
   const id = ctx.values.all ? undefined : ctx.args[0];
   const main = await openMain(ctx);
   if (id !== undefined && !(await main.store.has(id))) return absent(ctx, main, id);
-  const findings = await verifyBackend(main, id);
+  const report = await main.store.verify(id === undefined ? undefined : { id });
+  const findings = report.problems.map(findingOf);
   if (id === undefined) findings.push(...(await auditedButMissing(ctx, main)));
   const damaged = findings.filter((f) => f.kind !== 'interrupted');
   if (ctx.values.json) {
-    printJson(ctx.io, { store: main.address.text, ok: damaged.length === 0, findings });
+    printJson(ctx.io, {
+      store: main.address.text,
+      ok: damaged.length === 0,
+      checked: report.checked,
+      findings,
+    });
   } else {
     for (const f of findings) {
       const where = f.location === undefined ? '' : ` at ${formatLocation(f.location)}`;
       const label = f.kind === 'interrupted' ? ctx.out.yellow(f.kind) : ctx.out.red(f.kind);
-      print(ctx.io, `${label} ${f.sessionId ?? '-'}: ${f.message}${where}`);
+      print(ctx.io, `${label} ${f.sessionId}: ${f.message}${where}`);
     }
     const scope = id === undefined ? main.address.text : `session ${id}`;
     print(
@@ -32,6 +51,26 @@ export async function runVerify(ctx: Context): Promise<number> {
     );
   }
   return damaged.length === 0 ? EXIT_CODES.OK : EXIT_CODES.PROBLEMS;
+}
+
+/** The location fields of a problem (file and byte offset, or table and row, and seq). */
+export function locationOf(problem: MaintenanceProblem): NonNullable<VerifyFinding['location']> {
+  const { file, offset, bytes, table, row, seq } = problem;
+  return {
+    ...(file !== undefined && { file }),
+    ...(offset !== undefined && { offset }),
+    ...(bytes !== undefined && { bytes }),
+    ...(table !== undefined && { table }),
+    ...(row !== undefined && { row }),
+    ...(seq !== undefined && { seq }),
+  };
+}
+
+/** A problem of the store's report, with its location fields gathered under `location`. */
+function findingOf(problem: MaintenanceProblem): VerifyFinding {
+  const { kind, sessionId, message } = problem;
+  const location = locationOf(problem);
+  return { kind, sessionId, message, ...(Object.keys(location).length > 0 && { location }) };
 }
 
 /** Sessions the audit log says this store holds, which it does not: losses to investigate. */
