@@ -6,6 +6,7 @@
  */
 export * from './base-store.js';
 export * from './boundary.js';
+export * from './cursor.js';
 export * from './errors.js';
 export * from './event.js';
 export * from './fs-port.js';

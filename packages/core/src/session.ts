@@ -1,6 +1,7 @@
 // Pure rules shared by every backend: input validation of create/update/list, the append plan
 // (seq checks and idempotent retry) and summary bookkeeping. List order and cursors: paging.ts.
 import { advanceCommitState, type BoundaryPredicate, type CommitState, commitStateOf } from './boundary.js';
+import { decodeCursor, type ListCursor } from './cursor.js';
 import { TidemarkError } from './errors.js';
 import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
@@ -13,7 +14,6 @@ import {
   sliceWellFormed,
   toWellFormed,
 } from './json.js';
-import { decodeCursor, type ListCursor } from './paging.js';
 import type {
   CreateInit,
   ListQuery,
