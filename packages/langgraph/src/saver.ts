@@ -29,6 +29,7 @@ import { isThreadSessionId, sessionIdOfThread } from './thread-ids.js';
 import { THREAD_ATTR, ThreadLog } from './thread-log.js';
 import { sameWrite, type ThreadState } from './thread-state.js';
 import {
+  ChannelBytesMemo,
   checkpointConfig,
   type GatheredTuple,
   gatherDeltaHistory,
@@ -99,8 +100,9 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       const gathered = await this.log.read(thread, sessionIdOfThread(thread), (state) =>
         selectCheckpoints(state, thread, config, options, wanted),
       );
+      const memo = new ChannelBytesMemo();
       for (const candidate of gathered) {
-        const tuple = await this.materialize(candidate);
+        const tuple = await this.materialize(candidate, memo);
         if (filter !== undefined && !metadataMatches(tuple.metadata, filter)) continue;
         yield tuple;
         remaining -= 1;
@@ -226,9 +228,12 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     return result;
   }
 
-  private materialize(gathered: GatheredTuple): Promise<CheckpointTuple> {
-    return materializeTuple(this.serde, gathered, (current) =>
-      this.getNextVersion(current as number | undefined),
+  private materialize(gathered: GatheredTuple, memo?: ChannelBytesMemo): Promise<CheckpointTuple> {
+    return materializeTuple(
+      this.serde,
+      gathered,
+      (current) => this.getNextVersion(current as number | undefined),
+      memo,
     );
   }
 

@@ -196,21 +196,24 @@ export class ThreadLog {
   }
 
   private foldInto(sessionId: string, entry: CachedThread, events: readonly SessionEvent[]): void {
-    for (const event of events) {
-      if (event.seq !== entry.nextSeq) {
-        throw new TidemarkError(
-          'CORRUPT',
-          `session ${sessionId}: event ${event.seq} where ${entry.nextSeq} was due`,
-          {
-            sessionId,
-            location: { seq: event.seq },
-          },
-        );
+    let folded: SessionEvent | undefined;
+    try {
+      for (const event of events) {
+        if (event.seq !== entry.nextSeq) {
+          throw new TidemarkError(
+            'CORRUPT',
+            `session ${sessionId}: event ${event.seq} where ${entry.nextSeq} was due`,
+            { sessionId, location: { seq: event.seq } },
+          );
+        }
+        const record = parseRecord(sessionId, event);
+        if (record !== undefined) entry.state.apply(record);
+        entry.nextSeq = event.seq + 1;
+        folded = event;
       }
-      const record = parseRecord(sessionId, event);
-      if (record !== undefined) entry.state.apply(record);
-      entry.nextSeq = event.seq + 1;
-      entry.last = { seq: event.seq, print: fingerprint(event) };
+    } finally {
+      // Only the last event folded is fingerprinted: a cold fold of a long thread folds thousands.
+      if (folded !== undefined) entry.last = { seq: folded.seq, print: fingerprint(folded) };
     }
   }
 

@@ -52,6 +52,27 @@ export function loadValue(serde: SerializerProtocol, value: SerializedValue): Pr
   return serde.loadsTyped(value.t, decodeBytes(value));
 }
 
+/**
+ * The decoded bytes of the channel values last met, per channel, over the tuples of one read. The
+ * tuples `list` returns newest first carry an unchanged channel's same stored value, so its bytes
+ * are decoded once (not once per checkpoint); every tuple still gets its own deserialized value.
+ * Values of type `bytes` are left out: the serializer hands those bytes out as the value itself.
+ */
+export class ChannelBytesMemo {
+  private readonly last = new Map<string, { value: SerializedValue; bytes: Uint8Array }>();
+
+  /** Deserializes the stored value of channel `ch`. */
+  load(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
+    if (value.t === 'bytes') return loadValue(serde, value);
+    let entry = this.last.get(ch);
+    if (entry?.value !== value) {
+      entry = { value, bytes: decodeBytes(value) };
+      this.last.set(ch, entry);
+    }
+    return serde.loadsTyped(value.t, entry.bytes);
+  }
+}
+
 /** Deserializes stored writes as LangGraph's pending writes. */
 export function loadWrites(
   serde: SerializerProtocol,
@@ -64,18 +85,20 @@ export function loadWrites(
 
 /**
  * The tuple of a gathered checkpoint: `channel_values` rebuilt from the blobs its
- * `channel_versions` name; for a checkpoint older than format 4, the parent's pending sends moved
+ * `channel_versions` name (decoded through `memo`, shared by the tuples of one read); for a
+ * checkpoint older than format 4, the parent's pending sends moved
  * into `channel_values[TASKS]` as LangGraph's own savers do.
  */
 export async function materializeTuple(
   serde: SerializerProtocol,
   gathered: GatheredTuple,
   nextVersion: (current: Version | undefined) => Version,
+  memo: ChannelBytesMemo = new ChannelBytesMemo(),
 ): Promise<CheckpointTuple> {
   const { threadId, ns, record } = gathered;
   const checkpoint = (await loadValue(serde, record.cp)) as Checkpoint;
   const channelValues: Record<string, unknown> = {};
-  for (const [ch, value] of gathered.values) channelValues[ch] = await loadValue(serde, value);
+  for (const [ch, value] of gathered.values) channelValues[ch] = await memo.load(serde, ch, value);
   checkpoint.channel_values = channelValues;
   if (checkpoint.v < 4 && record.parent !== undefined) {
     channelValues[TASKS] = await Promise.all(gathered.parentSends.map((w) => loadValue(serde, w.value)));

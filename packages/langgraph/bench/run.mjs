@@ -1,0 +1,270 @@
+// TidemarkSaver (on SQLite and on JSONL) against LangGraph's own SqliteSaver
+// (@langchain/langgraph-checkpoint-sqlite) on the same StateGraph workload, in the same run,
+// rounds interleaved (the order rotates each round), medians over rounds.
+//
+//   pnpm --filter @tidemark/langgraph bench      (or root `pnpm bench`; builds first)
+//
+// The graph: `init` writes one large channel (`big`, BENCH_BIG_BYTES, default 64 KiB) once, then
+// `step` loops, each super-step changing a counter and a reducer channel (`total`), until the
+// thread holds BENCH_CHECKPOINTS checkpoints (default 1,000). Measured per round and saver: the
+// time inside put + putWrites per super-step (durability "sync", so calls do not overlap), the
+// graph's wall time per super-step, getTuple of the latest checkpoint (warm: the saver that wrote
+// the thread; cold: a new saver on a new connection), list of the whole thread (warm and cold),
+// and the bytes on disk once the store is closed.
+//
+// Durability: SqliteSaver sets journal_mode=WAL and leaves synchronous at better-sqlite3's
+// default, NORMAL (read back below): commits are atomic but not fsynced. TidemarkSaver runs at the
+// same level: durability 'relaxed' with no boundary types (SQLite: WAL, synchronous=NORMAL, never
+// raised to FULL; JSONL: appends not fdatasynced one by one). Goals: bytes on disk >= 10x smaller
+// than SqliteSaver, list >= 2x faster (warm and cold). Exit status 1 when a goal fails. Results go
+// to stdout and <repo>/bench-results/langgraph.json.
+
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { openJsonlStore } from '@tidemark/jsonl';
+import { openSqliteStore } from '@tidemark/sqlite';
+import { TidemarkSaver } from '../dist/index.js';
+
+const size = (name, fallback) => Number(process.env[name] ?? fallback);
+const ROUNDS = size('BENCH_ROUNDS', 5);
+const CHECKPOINTS = size('BENCH_CHECKPOINTS', 1000);
+const BIG_BYTES = size('BENCH_BIG_BYTES', 64 * 1024);
+const GET_CALLS = size('BENCH_GET_CALLS', 200);
+const WARM_LISTS = 3;
+const THREAD = 'bench-thread';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-langgraph-bench-'));
+const now = () => performance.now();
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const State = Annotation.Root({
+  big: Annotation(),
+  n: Annotation(),
+  total: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
+});
+
+// Checkpoints of one run: the input's (step -1), the applied input's (step 0), init's, and one
+// per `step` super-step.
+const STEP_RUNS = CHECKPOINTS - 3;
+
+function buildGraph(checkpointer) {
+  return new StateGraph(State)
+    .addNode('init', () => ({ big: 'x'.repeat(BIG_BYTES), n: 0 }))
+    .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
+    .addEdge(START, 'init')
+    .addEdge('init', 'step')
+    .addConditionalEdges('step', (s) => (s.n < STEP_RUNS ? 'step' : END))
+    .compile({ checkpointer });
+}
+
+/** Adds up the time spent inside put and putWrites of `saver`. */
+function timeWrites(saver) {
+  const spent = { put: 0, putWrites: 0, puts: 0 };
+  for (const method of ['put', 'putWrites']) {
+    const original = saver[method].bind(saver);
+    saver[method] = async (...args) => {
+      const t = now();
+      try {
+        return await original(...args);
+      } finally {
+        spent[method] += now() - t;
+        if (method === 'put') spent.puts++;
+      }
+    };
+  }
+  return spent;
+}
+
+function bytesUnder(path) {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.size;
+  return readdirSync(path).reduce((sum, name) => sum + bytesUnder(join(path, name)), 0);
+}
+
+/** The savers compared: each `open(dir)` gives a saver and how to close what it opened. */
+const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
+const CONTENDERS = [
+  {
+    name: 'SqliteSaver',
+    async open(dir) {
+      const saver = SqliteSaver.fromConnString(join(dir, 'checkpoints.db'));
+      saver.setup();
+      const mode = `journal_mode=${saver.db.pragma('journal_mode', { simple: true })}, synchronous=${saver.db.pragma('synchronous', { simple: true })}`;
+      return { saver, mode, close: async () => saver.db.close() };
+    },
+  },
+  {
+    name: 'tidemark sqlite',
+    async open(dir) {
+      const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
+      return {
+        saver: new TidemarkSaver(store),
+        mode: 'relaxed: WAL, synchronous=NORMAL',
+        close: () => store.close(),
+      };
+    },
+  },
+  {
+    name: 'tidemark jsonl',
+    async open(dir) {
+      const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
+      return {
+        saver: new TidemarkSaver(store),
+        mode: 'relaxed: appends not fdatasynced',
+        close: () => store.close(),
+      };
+    },
+  },
+];
+
+const config = { configurable: { thread_id: THREAD } };
+
+async function listAll(saver) {
+  const t = now();
+  let count = 0;
+  for await (const _ of saver.list(config)) count++;
+  return { ms: now() - t, count };
+}
+
+async function latestOk(saver) {
+  const tuple = await saver.getTuple(config);
+  const values = tuple?.checkpoint.channel_values;
+  if (values?.n !== STEP_RUNS || values.big?.length !== BIG_BYTES || values.total !== STEP_RUNS)
+    throw new Error(`the latest checkpoint is not the end of the run: n=${values?.n}`);
+}
+
+/** One round of one saver: run the graph, read it back warm and cold, measure the disk. */
+async function round(contender, r) {
+  const dir = join(work, `${contender.name.replace(/\W+/g, '-')}-${r}`);
+  mkdirSync(dir, { recursive: true });
+  const opened = await contender.open(dir);
+  const spent = timeWrites(opened.saver);
+  const t = now();
+  await buildGraph(opened.saver).invoke(
+    {},
+    { ...config, recursionLimit: CHECKPOINTS + 10, durability: 'sync' },
+  );
+  const superSteps = spent.puts - 1; // the input's checkpoint is no super-step
+  const graphMs = now() - t;
+  const gets = [];
+  for (let i = 0; i < GET_CALLS; i++) {
+    const g = now();
+    await opened.saver.getTuple(config);
+    gets.push(now() - g);
+  }
+  const warmLists = [];
+  for (let i = 0; i < WARM_LISTS; i++) {
+    const { ms, count } = await listAll(opened.saver);
+    if (count !== CHECKPOINTS) throw new Error(`${contender.name}: list gave ${count} checkpoints`);
+    warmLists.push(ms);
+  }
+  await opened.close();
+  const coldGet = await contender.open(dir);
+  const g = now();
+  await latestOk(coldGet.saver);
+  const coldGetMs = now() - g;
+  await coldGet.close();
+  const coldList = await contender.open(dir);
+  const { ms: coldListMs } = await listAll(coldList.saver);
+  await coldList.close();
+  const bytes = bytesUnder(dir);
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    mode: opened.mode,
+    writesPerStepMs: (spent.put + spent.putWrites) / superSteps,
+    graphPerStepMs: graphMs / superSteps,
+    getTupleWarmMs: median(gets),
+    getTupleColdMs: coldGetMs,
+    listWarmMs: median(warmLists),
+    listColdMs: coldListMs,
+    bytes,
+  };
+}
+
+const METRICS = [
+  ['writesPerStepMs', 'put + putWrites per super-step (ms)'],
+  ['graphPerStepMs', 'graph wall time per super-step (ms)'],
+  ['getTupleWarmMs', 'getTuple latest, warm (ms)'],
+  ['getTupleColdMs', 'getTuple latest, cold: new saver (ms)'],
+  ['listWarmMs', `list ${CHECKPOINTS} checkpoints, warm (ms)`],
+  ['listColdMs', `list ${CHECKPOINTS} checkpoints, cold: new saver (ms)`],
+  ['bytes', `bytes on disk after ${CHECKPOINTS} checkpoints`],
+];
+
+try {
+  const perRound = Object.fromEntries(CONTENDERS.map((c) => [c.name, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < CONTENDERS.length; i++) {
+      const contender = CONTENDERS[(i + r) % CONTENDERS.length];
+      const result = await round(contender, r);
+      perRound[contender.name].push(result);
+      process.stderr.write(
+        `round ${r} ${contender.name}: ${result.writesPerStepMs.toFixed(3)} ms/step, list ${result.listWarmMs.toFixed(0)}/${result.listColdMs.toFixed(0)} ms, ${(result.bytes / 1e6).toFixed(2)} MB\n`,
+      );
+    }
+  }
+  const medians = Object.fromEntries(
+    CONTENDERS.map((c) => [
+      c.name,
+      Object.fromEntries(METRICS.map(([key]) => [key, median(perRound[c.name].map((x) => x[key]))])),
+    ]),
+  );
+  const base = medians.SqliteSaver;
+  console.log(
+    `LangGraph checkpointers, ${ROUNDS} interleaved rounds, medians; ${CHECKPOINTS} checkpoints, one unchanged ${BIG_BYTES}-byte channel`,
+  );
+  for (const c of CONTENDERS) console.log(`  ${c.name}: ${perRound[c.name][0].mode}`);
+  console.table(
+    METRICS.map(([key, label]) => ({
+      measure: label,
+      ...Object.fromEntries(CONTENDERS.map((c) => [c.name, Number(medians[c.name][key].toPrecision(4))])),
+    })),
+  );
+  const goals = [];
+  for (const name of ['tidemark sqlite', 'tidemark jsonl']) {
+    const m = medians[name];
+    const bytesRatio = base.bytes / m.bytes;
+    goals.push({ goal: `${name}: bytes >= 10x smaller`, ratio: bytesRatio, pass: bytesRatio >= 10 });
+    for (const key of ['listWarmMs', 'listColdMs']) {
+      const ratio = base[key] / m[key];
+      goals.push({ goal: `${name}: ${key} >= 2x faster`, ratio, pass: ratio >= 2 });
+    }
+    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdMs']) {
+      goals.push({ goal: `${name}: ${key} speed-up (no goal)`, ratio: base[key] / m[key], pass: true });
+    }
+  }
+  console.table(
+    goals.map((g) => ({ ...g, ratio: Number(g.ratio.toPrecision(3)), pass: g.pass ? 'pass' : 'FAIL' })),
+  );
+  const out = join(here, '..', '..', '..', 'bench-results');
+  mkdirSync(out, { recursive: true });
+  writeFileSync(
+    join(out, 'langgraph.json'),
+    `${JSON.stringify(
+      {
+        package: '@tidemark/langgraph',
+        at: new Date().toISOString(),
+        node: process.version,
+        sizes: { ROUNDS, CHECKPOINTS, BIG_BYTES, GET_CALLS },
+        modes: Object.fromEntries(CONTENDERS.map((c) => [c.name, perRound[c.name][0].mode])),
+        medians,
+        goals,
+        perRound,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`wrote ${join(out, 'langgraph.json')}`);
+  process.exitCode = goals.every((g) => g.pass) ? 0 : 1;
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
