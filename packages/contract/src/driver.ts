@@ -1,5 +1,5 @@
 import type { SessionStore, StoreOptions } from '@tidemark/core';
-import type { SuiteFilter } from './suites.js';
+import type { SuiteFilter } from './suite-names.js';
 
 /**
  * How the contract suite reaches a backend. A backend author implements this in a few lines and
