@@ -106,65 +106,24 @@ export async function copySession(
   id: string,
   options: CopyOptions = {},
 ): Promise<CopyResult> {
-  const chunk = options.batchEvents ?? 512;
   const summary = options.sourceSummary ?? (await from.load(id)).summary;
   const targetHashes = (await to.has(id)) ? (await readAll(to, id)).map(eventHash) : undefined;
-  const diverged = (atSeq: number) =>
-    new TidemarkError(
-      'CONFLICT',
-      `session ${id}: the target already holds different events (from seq ${atSeq})`,
-      {
-        sessionId: id,
-      },
-    );
-  const attrs = options.attrs === undefined ? summary.attrs : options.attrs(summary.attrs);
-  const patch: SummaryPatch = {};
-  if (summary.firstPrompt !== undefined) patch.firstPrompt = summary.firstPrompt;
-  if (attrs !== undefined) patch.attrs = attrs;
-  const hasPatch = Object.keys(patch).length > 0;
-
+  const patch = copiedFields(summary, options);
   let created = targetHashes !== undefined;
-  const ensureCreated = async () => {
-    if (created) return;
-    const init: CreateInit = { id, createdAt: summary.createdAt };
-    if (summary.cwd !== undefined) init.cwd = summary.cwd;
-    if (summary.parent !== undefined) init.parent = summary.parent;
-    if (summary.title !== undefined) init.title = summary.title;
-    if (summary.tags !== undefined) init.tags = summary.tags;
-    try {
-      await to.create(init);
-    } catch (error) {
-      // Pending in this very instance from an earlier attempt that failed before its first batch.
-      if (!(error instanceof TidemarkError && error.code === 'ALREADY_EXISTS')) throw error;
-    }
-    // Kept by the store for the first batch, so the copy appears with its summary fields.
-    if (hasPatch) await to.update(id, patch);
-    created = true;
-  };
-
-  const sourceHashes: string[] = [];
   const fromSeq = targetHashes?.length ?? 0;
-  let pending: SessionEvent[] = [];
   const expected = Math.max(summary.eventCount, fromSeq);
-  const flush = async () => {
-    if (pending.length === 0) return;
-    await ensureCreated();
-    await to.append(id, pending);
-    options.onProgress?.(pending[pending.length - 1]!.seq + 1, expected);
-    pending = [];
-  };
-  for await (const event of from.read(id)) {
-    const hash = eventHash(event);
-    const seq = sourceHashes.length;
-    sourceHashes.push(hash);
-    if (targetHashes !== undefined && seq < targetHashes.length) {
-      if (targetHashes[seq] !== hash) throw diverged(seq);
-      continue;
-    }
-    pending.push(event);
-    if (pending.length >= chunk) await flush();
-  }
-  await flush();
+  const sourceHashes = await appendMissing(
+    from,
+    id,
+    targetHashes,
+    options.batchEvents ?? 512,
+    async (batch) => {
+      if (!created) await createTarget(to, id, summary, patch);
+      created = true;
+      await to.append(id, batch);
+      options.onProgress?.(batch[batch.length - 1]!.seq + 1, expected);
+    },
+  );
   const total = sourceHashes.length;
   if (total === 0 && targetHashes === undefined) {
     // create() is lazy: a session exists from its first event, so an empty one (left by a tail
@@ -175,24 +134,96 @@ export async function copySession(
       { sessionId: id },
     );
   }
-  if (targetHashes !== undefined && targetHashes.length > total) throw diverged(total);
+  if (targetHashes !== undefined && targetHashes.length > total) throw diverged(id, total);
   const outcome: CopyResult['outcome'] =
     targetHashes === undefined ? 'copied' : targetHashes.length === total ? 'complete' : 'resumed';
   // A target that existed already gets the summary fields now (e.g. the trash record).
-  if (targetHashes !== undefined && hasPatch) await to.update(id, patch);
+  if (targetHashes !== undefined && Object.keys(patch).length > 0) await to.update(id, patch);
+  const hash = await verifyCopy(to, id, sourceHashes);
+  return { id, events: total, appended: total - fromSeq, outcome, hash, source: summary };
+}
 
+/** The target already holds other events than the source from `atSeq` on. */
+function diverged(id: string, atSeq: number): TidemarkError {
+  return new TidemarkError(
+    'CONFLICT',
+    `session ${id}: the target already holds different events (from seq ${atSeq})`,
+    { sessionId: id },
+  );
+}
+
+/** Summary fields `create` cannot take, set with `update` (kept by the store for the first batch). */
+function copiedFields(summary: SessionSummary, options: CopyOptions): SummaryPatch {
+  const attrs = options.attrs === undefined ? summary.attrs : options.attrs(summary.attrs);
+  const patch: SummaryPatch = {};
+  if (summary.firstPrompt !== undefined) patch.firstPrompt = summary.firstPrompt;
+  if (attrs !== undefined) patch.attrs = attrs;
+  return patch;
+}
+
+/** Reserves the copy with the source's header fields, so it appears with them on its first batch. */
+async function createTarget(
+  to: SessionStore,
+  id: string,
+  summary: SessionSummary,
+  patch: SummaryPatch,
+): Promise<void> {
+  const init: CreateInit = { id, createdAt: summary.createdAt };
+  if (summary.cwd !== undefined) init.cwd = summary.cwd;
+  if (summary.parent !== undefined) init.parent = summary.parent;
+  if (summary.title !== undefined) init.title = summary.title;
+  if (summary.tags !== undefined) init.tags = summary.tags;
+  try {
+    await to.create(init);
+  } catch (error) {
+    // Pending in this very instance from an earlier attempt that failed before its first batch.
+    if (!(error instanceof TidemarkError && error.code === 'ALREADY_EXISTS')) throw error;
+  }
+  if (Object.keys(patch).length > 0) await to.update(id, patch);
+}
+
+/**
+ * Streams the source's events, checks the ones the target already holds against `targetHashes`,
+ * and hands the rest to `append` in batches of `chunk`. Returns the hash of every source event.
+ */
+async function appendMissing(
+  from: SessionStore,
+  id: string,
+  targetHashes: string[] | undefined,
+  chunk: number,
+  append: (batch: SessionEvent[]) => Promise<void>,
+): Promise<string[]> {
+  const sourceHashes: string[] = [];
+  let pending: SessionEvent[] = [];
+  for await (const event of from.read(id)) {
+    const hash = eventHash(event);
+    const seq = sourceHashes.length;
+    sourceHashes.push(hash);
+    if (targetHashes !== undefined && seq < targetHashes.length) {
+      if (targetHashes[seq] !== hash) throw diverged(id, seq);
+      continue;
+    }
+    pending.push(event);
+    if (pending.length >= chunk) {
+      await append(pending);
+      pending = [];
+    }
+  }
+  if (pending.length > 0) await append(pending);
+  return sourceHashes;
+}
+
+/** Reads the copy back and compares it with the source; returns the log hash. CORRUPT on a mismatch. */
+async function verifyCopy(to: SessionStore, id: string, sourceHashes: string[]): Promise<string> {
   const copied = (await readAll(to, id)).map(eventHash);
   const hash = logHash(sourceHashes);
-  if (copied.length !== total || logHash(copied) !== hash) {
+  if (copied.length !== sourceHashes.length || logHash(copied) !== hash) {
     const at = planCopy(sourceHashes, copied);
     throw new TidemarkError(
       'CORRUPT',
-      `session ${id}: verification after copy failed (${copied.length} of ${total} events match)`,
-      {
-        sessionId: id,
-        location: { seq: at.kind === 'diverged' ? at.atSeq : copied.length },
-      },
+      `session ${id}: verification after copy failed (${copied.length} of ${sourceHashes.length} events match)`,
+      { sessionId: id, location: { seq: at.kind === 'diverged' ? at.atSeq : copied.length } },
     );
   }
-  return { id, events: total, appended: total - fromSeq, outcome, hash, source: summary };
+  return hash;
 }
