@@ -116,7 +116,12 @@ export async function seedJsonlStore(root: string, filler = 60): Promise<void> {
   await session(
     store,
     { id: SEEDED.interrupted, title: 'Migrate the database', cwd: '/home/ana/shop', tags: ['db'] },
-    turn(0, 'Migrate the orders table to the new schema', 'call-7', 'ALTER TABLE orders …', false),
+    turn(0, 'Plan the migration of the orders table', 'call-7', 'orders: 3 columns to change', true),
+  );
+  // A finished turn, then one a crash cut short: the second turn is the interrupted tail.
+  await store.append(
+    SEEDED.interrupted,
+    turn(7, 'Now run the migration', 'call-8', 'ALTER TABLE orders …', false),
   );
   await store.close();
   await damage(root, `${SEEDED.corrupt}.jsonl`, (text) => {

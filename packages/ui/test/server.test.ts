@@ -266,11 +266,11 @@ describe('a session view over a seeded JSONL store', () => {
   it('marks the interrupted tail and reports verify', async () => {
     const interrupted = await view(SEEDED.interrupted);
     expect(interrupted).toMatchObject({
-      committedSeq: -1,
+      committedSeq: 6,
       interrupted: true,
       health: { status: 'interrupted' },
     });
-    expect(interrupted.events).toHaveLength(5);
+    expect(interrupted.events).toHaveLength(12);
     expect(await view(SEEDED.finished)).toMatchObject({
       committedSeq: 6,
       interrupted: false,
