@@ -14,6 +14,7 @@ import { runPrune } from './commands/prune.js';
 import { runRepair } from './commands/repair.js';
 import { runShow } from './commands/show.js';
 import { runTrash } from './commands/trash.js';
+import { runUi } from './commands/ui.js';
 import { runVerify } from './commands/verify.js';
 import { type Context, type Io, makeContext, print } from './context.js';
 import { CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
@@ -33,6 +34,7 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   migrate: runMigrate,
   active: runActive,
   config: runConfig,
+  ui: runUi,
 };
 
 /**

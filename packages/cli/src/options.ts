@@ -20,6 +20,7 @@ Commands:
   active [<id>] [--cwd DIR]                   show or set the active session of a project
   config [--set-store ADDRESS]                show or change $TIDEMARK_HOME/config.json
   harness [args...]                           run the storage-fault harness (@tidemark/faults)
+  ui [--port N] [--json]                      a local read-only session browser (prints its URL)
 
 Stores: jsonl:DIR, sqlite:FILE, memory:, postgres://... (default jsonl:$TIDEMARK_HOME/sessions)
 Exit codes: 0 ok, 1 problems found, 2 usage, 3 NOT_FOUND, 4 ALREADY_EXISTS, 5 CONFLICT,
@@ -43,6 +44,7 @@ const OPTIONS = {
   to: { type: 'string' },
   id: { type: 'string' },
   'set-store': { type: 'string' },
+  port: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;

@@ -40,6 +40,11 @@ export default function setup(project: TestProject): void {
     const failure = build(required);
     if (failure !== undefined) throw new Error(failure);
   }
+  // The session browser builds its front end too, so it is built with its own script.
+  if (!upToDate(join(packages, 'ui'))) {
+    const ui = spawnSync('pnpm', ['run', 'build'], { cwd: join(packages, 'ui'), encoding: 'utf8' });
+    if (ui.status !== 0) throw new Error(`ui does not build: ${ui.stdout}${ui.stderr}`);
+  }
   const unavailable: Record<string, string> = {};
   for (const optional of ['jsonl', 'sqlite', 'postgres', 'faults']) {
     const failure = build(optional);
