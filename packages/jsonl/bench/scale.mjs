@@ -4,7 +4,7 @@
 // Rounds are interleaved (every size, or raw and store, in each round) and ratios of medians
 // decide; absolute times only inform. BENCH_JSONL_DIST points at another build of the store (to
 // measure an older version with the same workloads).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { prepareBatch } from '@tidemark/core';
 
 const dist = process.env.BENCH_JSONL_DIST ?? '../dist/index.js';
-const { bucketOf, encodeBatch, encodeHeader, encodeSidecar, openJsonlStore, sessionPaths } = await import(dist);
+const { bucketOf, encodeBatch, encodeHeader, encodeSidecar, openJsonlStore, sessionPaths } = await import(
+  dist
+);
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 export const SCALE = {
@@ -28,13 +30,25 @@ const now = () => performance.now();
 const ms = (x) => `${x.toFixed(1)} ms`;
 
 function event(seq) {
-  return { seq, type: seq % 2 === 1 ? 'turn/end' : 'note', time: T, data: { text: `event ${seq}`.padEnd(120, 'x') } };
+  return {
+    seq,
+    type: seq % 2 === 1 ? 'turn/end' : 'note',
+    time: T,
+    data: { text: `event ${seq}`.padEnd(120, 'x') },
+  };
 }
 
-/** `sessions` two-event sessions over 20 cwds, written directly in the store's format (log + sidecar). */
+/**
+ * `sessions` two-event sessions over 20 cwds, written directly in the store's format (log and
+ * sidecar). Above BENCH_SEED_CATALOG_ABOVE sessions the list catalog is written too, as a store
+ * at rest has it (a store without one rebuilds it from the sidecars on the first list, which at
+ * 100,000 sessions on a shared disk takes minutes; the smaller sizes measure that rebuild).
+ */
 function populate(root, sessions) {
   const batch = encodeBatch(prepareBatch([event(0), event(1)]), 1, T);
   const made = new Set();
+  const seed = sessions > env('BENCH_SEED_CATALOG_ABOVE', 5000);
+  const catalog = seed ? [JSON.stringify({ format: 'tidemark-catalog', version: 1, token: `bench${sessions}` })] : [];
   for (let i = 0; i < sessions; i++) {
     const id = `s-${String(i).padStart(6, '0')}`;
     const cwd = `/project/${i % 20}`;
@@ -47,8 +61,15 @@ function populate(root, sessions) {
     writeFileSync(paths.log, log, { mode: 0o600 });
     const updatedAt = new Date(Date.parse(T) + i * 1000).toISOString();
     const summary = { id, createdAt: T, updatedAt, cwd, eventCount: 2, committedSeq: 1, interrupted: false };
-    writeFileSync(paths.summary, encodeSidecar({ logSize: log.length, summary }), { mode: 0o600 });
+    const sidecar = encodeSidecar({ logSize: log.length, summary });
+    writeFileSync(paths.summary, sidecar, { mode: 0o600 });
+    if (seed) {
+      const st = statSync(paths.summary);
+      const stamp = JSON.stringify(`${st.size}:${st.mtimeMs}`);
+      catalog.push(`\n{"t":"s","b":${JSON.stringify(paths.bucket)},"c":${stamp},"sc":${sidecar.trimEnd()}}`);
+    }
   }
+  if (seed) writeFileSync(join(root, '.catalog.jsonl'), catalog.join(''), { mode: 0o600 });
 }
 
 /** readdir of every bucket and lstat of every log: the floor of any list that looks at each session. */
@@ -112,7 +133,9 @@ export async function benchW4(work) {
       await rawReaddirStat(roots[i]);
       s.raw.push(now() - t);
     }
-    const line = sizes.map((n, i) => `${n}: page ${ms(samples[i].first.at(-1))}, whole ${ms(samples[i].whole.at(-1))}`);
+    const line = sizes.map(
+      (n, i) => `${n}: page ${ms(samples[i].first.at(-1))}, whole ${ms(samples[i].whole.at(-1))}`,
+    );
     process.stderr.write(`W4 round ${round}: ${line.join('; ')}\n`);
   }
   for (const store of stores) await store.close();
@@ -208,7 +231,9 @@ export async function benchW5(work) {
     const ours = await storeRound();
     ratios.push(raw / ours);
     times.push({ rawMs: raw, storeMs: ours });
-    process.stderr.write(`W5 round ${round}: raw ${ms(raw)}, store ${ms(ours)} (${(raw / ours).toFixed(2)})\n`);
+    process.stderr.write(
+      `W5 round ${round}: raw ${ms(raw)}, store ${ms(ours)} (${(raw / ours).toFixed(2)})\n`,
+    );
   }
   for (const h of raws) await h.close();
   await store.close();
@@ -231,7 +256,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     if (only.includes('W5')) results.push(...(await benchW5(work)));
     if (only.includes('W4')) results.push(...(await benchW4(work)));
     for (const r of results)
-      console.log(`${r.pass ? 'PASS' : 'FAIL'}  ${r.ratio.toFixed(2).padStart(6)}  ${r.goal.padEnd(26)}  ${r.name}`);
+      console.log(
+        `${r.pass ? 'PASS' : 'FAIL'}  ${r.ratio.toFixed(2).padStart(6)}  ${r.goal.padEnd(26)}  ${r.name}`,
+      );
     console.log(JSON.stringify(results.filter((r) => r.detail).map((r) => r.detail)));
   } finally {
     rmSync(work, { recursive: true, force: true });

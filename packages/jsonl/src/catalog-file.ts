@@ -278,6 +278,7 @@ export class CatalogAppender {
   private token: string | undefined;
   private queue: Waiter[] = [];
   private running = false;
+  private stale = false;
 
   constructor(
     private readonly fs: FileSystem,
@@ -291,17 +292,29 @@ export class CatalogAppender {
     });
   }
 
-  /** Forgets the open file: the next append opens whatever the path holds then. */
+  /**
+   * Forgets the open file: the next append opens whatever the path holds then. A write under way
+   * finishes on the old descriptor first (closing it under the write would fail that write).
+   */
   async reset(): Promise<void> {
+    this.stale = true;
+    if (!this.running) await this.drop();
+  }
+
+  private async drop(): Promise<void> {
     const handle = this.handle;
     this.handle = undefined;
     this.token = undefined;
+    this.stale = false;
     if (handle !== undefined) await quietly(() => handle.close());
   }
 
   private async pump(): Promise<void> {
     this.running = true;
-    while (this.queue.length > 0) {
+    for (;;) {
+      if (this.stale) await this.drop();
+      // Checked after the last await: an append queued meanwhile saw `running` and left it to us.
+      if (this.queue.length === 0) break;
       const batch = this.queue.splice(0);
       try {
         const handle = await this.open();
@@ -311,7 +324,7 @@ export class CatalogAppender {
         }
         for (const waiter of batch) waiter.resolve(handle === undefined ? undefined : this.token);
       } catch (error) {
-        await this.reset();
+        await this.drop();
         for (const waiter of batch) waiter.reject(error);
       }
     }

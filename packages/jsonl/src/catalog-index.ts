@@ -43,6 +43,7 @@ function lowerBound(sorted: readonly CatalogEntry[], key: ListCursor): number {
 export class CatalogIndex {
   private readonly entries = new Map<string, CatalogEntry>();
   private readonly buckets = new Map<string, BucketOrder>();
+  private readonly problems = new Set<string>();
   /** Bucket directory mtimes as of the last complete look at each bucket. */
   readonly stamps = new Map<string, number>();
 
@@ -64,9 +65,9 @@ export class CatalogIndex {
     return this.buckets.get(bucket)?.ids ?? new Set();
   }
 
-  /** Entries that cannot be described: they are looked at again on every list. */
-  problems(): CatalogEntry[] {
-    return [...this.entries.values()].filter((entry) => entry.summary === undefined);
+  /** Ids of the entries that cannot be described: they are looked at again on every list. */
+  problemIds(): string[] {
+    return [...this.problems];
   }
 
   /**
@@ -87,6 +88,8 @@ export class CatalogIndex {
       return;
     if (held !== undefined && held.bucket !== entry.bucket) this.remove(entry.id);
     this.entries.set(entry.id, entry);
+    if (entry.summary === undefined) this.problems.add(entry.id);
+    else this.problems.delete(entry.id);
     const order = this.orderOf(entry.bucket);
     order.ids.add(entry.id);
     order.pending.add(entry.id);
@@ -96,6 +99,7 @@ export class CatalogIndex {
     const held = this.entries.get(id);
     if (held === undefined) return;
     this.entries.delete(id);
+    this.problems.delete(id);
     const order = this.orderOf(held.bucket);
     order.ids.delete(id);
     order.pending.add(id);

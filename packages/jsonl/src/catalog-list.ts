@@ -135,7 +135,7 @@ async function lookAgain(
     const id = name.endsWith('.lock') ? name.slice(0, -'.lock'.length) : undefined;
     if (id !== undefined && isValidId(id)) ids.add(id);
   }
-  for (const entry of index.problems()) if (!problems.has(entry.id)) ids.add(entry.id);
+  for (const id of index.problemIds()) ids.add(id);
   await forEachLimited([...ids], LIST_PARALLELISM, async (id) => {
     const held = index.get(id);
     if (held?.summary !== undefined && (await isCurrent(ctx, held))) return;
