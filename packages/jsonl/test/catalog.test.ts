@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { compactIfDue } from '../src/catalog-rebuild.js';
 import type { StoreContext } from '../src/context.js';
 import { bucketOf, type JsonlStore, openJsonlStore, sessionPaths } from '../src/index.js';
+import { faultyFs } from './faulty-fs.js';
 import { evs, removeTempDirs, tempDir } from './helpers.js';
 
 afterEach(removeTempDirs);
@@ -198,6 +199,22 @@ describe('the list catalog', () => {
     expect(after).toEqual(await truth(root));
     expect(after.slice(0, 2).map((s) => s.eventCount)).toEqual([7, 7]);
     await reader.close();
+  });
+
+  // Guards: a fault reading the catalog makes list look at every session, never report them absent.
+  it('answers from the files when the catalog cannot be read', async () => {
+    const root = tempDir();
+    await seed(root, 5);
+    const warm = await openJsonlStore({ root });
+    await listed(warm);
+    await warm.close();
+    const catalog = join(root, '.catalog.jsonl');
+    const f = faultyFs((call, path) =>
+      path === catalog && (call === 'open' || call === 'read') ? 'EIO' : undefined,
+    );
+    const store = await openJsonlStore({ root, fs: f.fs });
+    expect(await listed(store)).toEqual(await truth(root));
+    await store.close();
   });
 
   // Guards: compaction rewrites the file without losing a session, and a later list still matches.
