@@ -3,6 +3,7 @@
 //
 //   node bench/bench.mjs            (after `pnpm build`; sizes via the environment, see SIZES)
 //
+// W4 (list at scale) and W5 (64 sessions appending at once) are in scale.mjs.
 // Writes a table to stdout and JSON to <repo>/bench-results/jsonl.json. Exit status 1 if a goal fails.
 import {
   closeSync,
@@ -28,6 +29,7 @@ import {
   openJsonlStore,
   sessionPaths,
 } from '../dist/index.js';
+import { benchW4, benchW5 } from './scale.mjs';
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const SIZES = {
@@ -264,7 +266,13 @@ async function benchList() {
 }
 
 try {
-  const results = [...(await benchAppends()), await benchLoad(), await benchList()];
+  const results = [
+    ...(await benchAppends()),
+    await benchLoad(),
+    await benchList(),
+    ...(await benchW5(work)),
+    ...(await benchW4(work)),
+  ];
   const rows = results.map(
     (r) => `${r.pass ? 'PASS' : 'FAIL'}  ${r.ratio.toFixed(2).padStart(6)}  ${r.goal.padEnd(26)}  ${r.name}`,
   );

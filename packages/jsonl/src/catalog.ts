@@ -1,24 +1,10 @@
-// The catalog of a store root: which bucket holds a session's log, the list of all sessions
-// (through their sidecars, so list reads no logs), and the durable creation of the root.
+// Where sessions live under a store root: which bucket holds a session's log, and the durable
+// creation of the root. (Listing is list-scan.ts and catalog-list.ts.)
 import { dirname } from 'node:path';
-import {
-  errnoOf,
-  isTidemarkError,
-  isValidId,
-  type ListProblem,
-  pageOf,
-  type SessionPage,
-  type SessionSummary,
-  toIoError,
-  type ValidListQuery,
-} from '@tidemark/core';
+import { errnoOf, toIoError } from '@tidemark/core';
 import type { StoreContext } from './context.js';
-import { foreignLog, io, ioOrAbsent } from './errors.js';
-import { bucketOf, idOfLogName, isBucketName, type SessionPaths, sessionPaths } from './layout.js';
-import { currentSummary } from './summary.js';
-
-/** Summaries of one list are computed this many at a time. */
-const LIST_PARALLELISM = 16;
+import { io, ioOrAbsent } from './errors.js';
+import { bucketOf, isBucketName, type SessionPaths, sessionPaths } from './layout.js';
 
 /**
  * The paths of a materialized session, or undefined when it truly does not exist. Looks in the
@@ -121,78 +107,4 @@ async function syncParentOf(ctx: StoreContext, dir: string, id: string): Promise
     const errno = errnoOf(error);
     if (errno !== 'EACCES' && errno !== 'EPERM') throw toIoError(error, `syncing ${dirname(dir)}`, id);
   }
-}
-
-/** One page of sessions: every log in the buckets the query names, summarized through its sidecar. */
-export async function listSessions(ctx: StoreContext, q: ValidListQuery): Promise<SessionPage> {
-  const found = await logsInBuckets(ctx, q.cwd);
-  const summaries: SessionSummary[] = [];
-  const problems: ListProblem[] = [];
-  await forEachLimited(found, LIST_PARALLELISM, async ({ id, paths }) => {
-    try {
-      const summary = await listedSummary(ctx, paths, id);
-      if (summary !== undefined) summaries.push(summary);
-    } catch (error) {
-      problems.push({ id, error: toIoError(error, `summarizing ${id}`, id) });
-    }
-  });
-  // Gathering took a while: a store closed meanwhile answers CLOSED, not a page.
-  ctx.assertOpen();
-  return pageOf(summaries, q, problems);
-}
-
-/** Every log in the bucket of `cwd`, or in all buckets, in bucket name order. */
-async function logsInBuckets(
-  ctx: StoreContext,
-  cwd: string | undefined,
-): Promise<{ id: string; paths: SessionPaths }[]> {
-  const buckets =
-    cwd !== undefined
-      ? [bucketOf(cwd)]
-      : ((await ioOrAbsent(`reading ${ctx.root}`, undefined, () => ctx.fs.readdir(ctx.root))) ?? []).filter(
-          isBucketName,
-        );
-  const found: { id: string; paths: SessionPaths }[] = [];
-  for (const bucket of buckets.sort()) {
-    const dir = sessionPaths(ctx.root, bucket, 'x').dir;
-    const names = await ioOrAbsent(`reading ${dir}`, undefined, () => ctx.fs.readdir(dir));
-    for (const name of names ?? []) {
-      const id = idOfLogName(name);
-      if (id !== undefined && isValidId(id)) found.push({ id, paths: sessionPaths(ctx.root, bucket, id) });
-    }
-  }
-  return found;
-}
-
-/** list's view of one session; undefined when it vanished meanwhile. */
-async function listedSummary(
-  ctx: StoreContext,
-  paths: SessionPaths,
-  id: string,
-): Promise<SessionSummary | undefined> {
-  const stat = await ioOrAbsent(`inspecting ${paths.log}`, id, () => ctx.fs.lstat(paths.log));
-  if (stat === undefined) return undefined;
-  try {
-    const summary = await currentSummary(ctx, paths, id, stat.size);
-    if (summary.id !== id) throw foreignLog(paths.log, id, summary.id);
-    return summary;
-  } catch (error) {
-    if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
-    throw error;
-  }
-}
-
-async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  step: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const item = items[next++]!;
-      await step(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

@@ -12,6 +12,7 @@ import {
   type ResolvedStoreOptions,
   type StoreOptions,
 } from '@tidemark/core';
+import type { CatalogState } from './catalog-index.js';
 import { defaultRoot, type SessionPaths } from './layout.js';
 import type { HeldLock } from './lock.js';
 import type { TornReason } from './scan.js';
@@ -94,6 +95,11 @@ export interface StoreContext {
   readonly assertOpen: () => void;
   /** Whether this instance synced the parent of a root it found existing (see `ensureRoot`). */
   rootEntrySynced: boolean;
+  /**
+   * The catalog list reads instead of every sidecar; undefined with `lock: 'none'`, whose writers
+   * leave no lock file to tell list which sessions may be ahead of the catalog.
+   */
+  readonly catalog: CatalogState | undefined;
 }
 
 /** What a store instance shares with its parts: the base class's state and rules. */
@@ -102,6 +108,8 @@ export interface StoreBaseState {
   reservations: Pick<Reservations, 'get' | 'has'>;
   queue: KeyedQueue;
   assertOpen: () => void;
+  /** Makes the catalog state of a store with lock files (catalog-file.ts's newCatalogState). */
+  newCatalog: (fs: FileSystem, root: string) => CatalogState;
 }
 
 /**
@@ -110,13 +118,16 @@ export interface StoreBaseState {
  */
 export function createContext(options: JsonlStoreOptions, base: StoreBaseState): StoreContext {
   const { durability, isBoundary } = base.settings;
+  const root = options.root ?? defaultRoot();
+  const fs = options.fs ?? nodeFileSystem;
+  const locking = (options.lock ?? 'file') === 'file';
   return {
-    root: options.root ?? defaultRoot(),
-    fs: options.fs ?? nodeFileSystem,
+    root,
+    fs,
     durability,
     logFlags: durability === 'strict' ? 'r+dsync' : 'r+',
     isBoundary,
-    locking: (options.lock ?? 'file') === 'file',
+    locking,
     maxOpenWriters: Math.max(1, options.maxOpenWriters ?? 64),
     reservations: base.reservations,
     writers: new Map(),
@@ -126,5 +137,6 @@ export function createContext(options: JsonlStoreOptions, base: StoreBaseState):
     retiring: new Map(),
     assertOpen: base.assertOpen,
     rootEntrySynced: false,
+    catalog: locking ? base.newCatalog(fs, root) : undefined,
   };
 }

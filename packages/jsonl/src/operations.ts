@@ -14,6 +14,7 @@ import {
   summaryAfterCut,
 } from '@tidemark/core';
 import { assertRealBucket, locate } from './catalog.js';
+import { recordBeforeUnlock } from './catalog-record.js';
 import type { StoreContext, Writer } from './context.js';
 import { foreignLog, io, ioOrAbsent, problemError, quietly } from './errors.js';
 import type { SessionPaths } from './layout.js';
@@ -129,7 +130,10 @@ export async function deleteStored(
     return await removeLogThenSidecar(ctx, paths, id);
   } finally {
     ctx.buckets.delete(id);
-    if (lock !== undefined) await quietly(() => lock.release());
+    if (lock !== undefined) {
+      await recordBeforeUnlock(ctx, paths, id);
+      await quietly(() => lock.release());
+    }
   }
 }
 

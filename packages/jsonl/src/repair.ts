@@ -3,6 +3,7 @@
 // is core's, one removed problem per thing set aside.
 import { errors, type MaintenanceProblem, type RepairOptions, type RepairReport } from '@tidemark/core';
 import { assertRealBucket, locate } from './catalog.js';
+import { recordBeforeUnlock } from './catalog-record.js';
 import type { StoreContext, TornRepair, Writer } from './context.js';
 import { io, quietly } from './errors.js';
 import type { SessionPaths } from './layout.js';
@@ -138,6 +139,9 @@ async function dropCorrupt(
       await quietly(() => handle.close());
     }
   } finally {
-    if (lock !== undefined) await quietly(() => lock.release());
+    if (lock !== undefined) {
+      await recordBeforeUnlock(ctx, paths, id);
+      await quietly(() => lock.release());
+    }
   }
 }

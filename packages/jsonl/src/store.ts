@@ -27,7 +27,9 @@ import {
   type VerifyReport,
 } from '@tidemark/core';
 import { appendToSession } from './append.js';
-import { listSessions, locate } from './catalog.js';
+import { locate } from './catalog.js';
+import { newCatalogState } from './catalog-file.js';
+import { listSessions } from './catalog-list.js';
 import { createContext, type JsonlStoreOptions, type StoreContext } from './context.js';
 import { quietly } from './errors.js';
 import { FORMAT_VERSION } from './format.js';
@@ -58,6 +60,7 @@ export class JsonlStore extends SessionStoreBase {
       reservations: this.reservations,
       queue: this.queue,
       assertOpen: () => this.assertOpen(),
+      newCatalog: newCatalogState,
     });
     this.root = this.ctx.root;
   }
@@ -118,6 +121,7 @@ export class JsonlStore extends SessionStoreBase {
     }
     for (const handle of ctx.readers) await quietly(() => handle.close());
     ctx.readers.clear();
+    if (ctx.catalog !== undefined) await ctx.catalog.sink.reset();
     if (failure !== undefined) throw toIoError(failure, 'closing the store');
   }
 

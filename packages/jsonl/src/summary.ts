@@ -68,6 +68,11 @@ export function decodeSidecar(bytes: Uint8Array): Sidecar | undefined {
   } catch {
     return undefined;
   }
+  return sidecarOf(value);
+}
+
+/** A parsed sidecar object checked field by field (the catalog stores the same shape); never throws. */
+export function sidecarOf(value: unknown): Sidecar | undefined {
   if (
     !isObject(value) ||
     value.format !== SIDECAR_FORMAT ||

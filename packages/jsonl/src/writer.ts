@@ -4,6 +4,7 @@
 // failed write or sync is never retried on the same descriptor, and the log is cut back to its
 // committed length before the next write, so that a later line never joins a broken one.
 import { errors, type PreparedEvent, toIoError } from '@tidemark/core';
+import { recordBeforeUnlock } from './catalog-record.js';
 import type { StoreContext, Writer } from './context.js';
 import { io, quietly } from './errors.js';
 import { writeAll } from './files.js';
@@ -148,6 +149,9 @@ export async function closeWriter(ctx: StoreContext, writer: Writer, refresh: bo
   }
   const { handle, lock } = writer;
   if (handle !== undefined) await quietly(() => handle.close());
-  if (lock !== undefined) await quietly(() => lock.release());
+  if (lock !== undefined) {
+    await recordBeforeUnlock(ctx, writer.paths, id);
+    await quietly(() => lock.release());
+  }
   if (failure !== undefined) throw failure;
 }

@@ -4,6 +4,7 @@
 import { dirname } from 'node:path';
 import { errors, type FileHandlePort, isTidemarkError } from '@tidemark/core';
 import { assertRealBucket, locate } from './catalog.js';
+import { syncNewLock } from './catalog-record.js';
 import type { StoreContext, Writer } from './context.js';
 import { ioOrAbsent, quietly } from './errors.js';
 import { ensureDir } from './files.js';
@@ -114,7 +115,14 @@ export async function lockSession(
   // Checked every time, as buckets are: `.locks` may have been removed since, or replaced by a
   // link, which lock files must never be written through.
   await ensureDir(ctx.fs, dirname(paths.lock), ctx.root, id);
-  return acquireLock(ctx.fs, paths.lock, id, holderFor(ctx, id));
+  const lock = await acquireLock(ctx.fs, paths.lock, id, holderFor(ctx, id));
+  try {
+    await syncNewLock(ctx, paths, id);
+  } catch (error) {
+    await quietly(() => lock.release());
+    throw error;
+  }
+  return lock;
 }
 
 /** How a lock asks this instance whether it uses session `id`, and to let it go. */
