@@ -151,7 +151,7 @@ describe('values kept exactly', () => {
     await append('op-bytes', [withProviderData('binary', { bytes: shared })]);
     shared[0] = 9;
     await append('op-bytes', [withProviderData('binary', { bytes: new Uint8Array([3, 7]) })]);
-    const stored = (await session.getItems()).at(-1) as { providerData: { bytes: Uint8Array } };
+    const stored = (await session.getItems()).at(-1) as unknown as { providerData: { bytes: Uint8Array } };
     expect(stored.providerData.bytes).toBeInstanceOf(Uint8Array);
     expect([...stored.providerData.bytes]).toEqual([3, 7]);
     expect(await session.getItems()).toHaveLength(2);

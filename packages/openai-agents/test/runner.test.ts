@@ -21,9 +21,7 @@ import { backends } from './backends.js';
 const runner = new Runner({ tracingDisabled: true });
 
 const shape = (items: AgentInputItem[]) =>
-  items.map((item) =>
-    'role' in item && item.type !== 'function_call' ? `${item.type ?? 'message'}:${item.role}` : item.type,
-  );
+  items.map((item) => ('role' in item ? `${item.type ?? 'message'}:${item.role}` : item.type));
 
 class CountingSession extends TidemarkSession {
   transactions: SessionHistoryTransactionArgs[] = [];
