@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isTidemarkError } from '@tidemark/core';
+import { isTidemarkError, type SessionStore, TidemarkError } from '@tidemark/core';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openMemoryStore } from '@tidemark/memory';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -43,6 +43,36 @@ describe('a storage fault', () => {
     }
     failing = false;
     expect(await s.load(KEY)).toEqual(batch(0));
+  });
+
+  // Guards the listing repair: attrs behind the log are read from the log's last event.
+  it('keeps an append whose summary update failed, and lists its state from the log', async () => {
+    const inner = await openMemoryStore();
+    let failUpdates = false;
+    const store: SessionStore = {
+      create: (init) => inner.create(init),
+      append: (id, events) => inner.append(id, events),
+      load: (id, options) => inner.load(id, options),
+      read: (id, range) => inner.read(id, range),
+      list: (query) => inner.list(query),
+      has: (id) => inner.has(id),
+      delete: (id, options) => inner.delete(id, options),
+      close: () => inner.close(),
+      update: async (id, patch) => {
+        if (failUpdates) throw new TidemarkError('IO', 'summary write failed', { errno: 'EIO' });
+        return inner.update(id, patch);
+      },
+    };
+    const s = new TidemarkSessionStore({ store });
+    await s.append(KEY, [{ type: 'user', uuid: 'u0', message: { content: 'first' } }]);
+    const [before] = await s.listSessionSummaries('proj');
+    failUpdates = true;
+    await s.append(KEY, [{ type: 'custom-title', customTitle: 'Renamed' }]);
+    const reader = new TidemarkSessionStore({ store });
+    const [after] = await reader.listSessionSummaries('proj');
+    expect(after?.data).toMatchObject({ customTitle: 'Renamed' });
+    expect(after?.mtime).toBeGreaterThan(before?.mtime ?? 0);
+    expect((await reader.listSessions('proj'))[0]?.mtime).toBe(after?.mtime);
   });
 
   it('rejects bad keys and entries with INVALID naming the field', async () => {
