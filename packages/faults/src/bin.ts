@@ -64,7 +64,7 @@ async function replay(args: HarnessArgs, id: string): Promise<number> {
       ? 'PASS: no violation'
       : `FAIL: ${outcome.violations.length} violation(s)`,
   ];
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `${lines.join('\n')}\n`);
   return outcome.violations.length === 0 ? 0 : 1;
 }
 
@@ -84,7 +84,9 @@ async function main(): Promise<number> {
   writeFileSync(join(out, 'harness-report.md'), formatReportMarkdown(report));
   writeFileSync(join(out, 'harness-report.html'), formatReportHtml(report));
   process.stdout.write(
-    `${formatReportTable(report)}\n\nreport written to ${join(out, 'harness-report.{json,md,html}')}\n`,
+    args.json
+      ? `${JSON.stringify(report, null, 2)}\n`
+      : `${formatReportTable(report)}\n\nreport written to ${join(out, 'harness-report.{json,md,html}')}\n`,
   );
   return report.passed ? 0 : 1;
 }
