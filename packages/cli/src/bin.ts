@@ -3,14 +3,17 @@
 import { toIoError } from '@tidemark/core';
 import { main } from './cli.js';
 import { EXIT_CODES, oneLine } from './exit-codes.js';
+import { StdoutClosedError } from './terminal.js';
 
-// A failed write to stdout (a full disk, a closed pipe) is an IO failure of the command: one line
-// on stderr and the IO exit status, never an unhandled 'error' event with a stack, never success.
+// A failed write to stdout (a full disk) is an IO failure of the command: one line on stderr and
+// the IO exit status, never an unhandled 'error' event with a stack, never success. A reader that
+// closed the pipe (`| head -1`, EPIPE) took what it wanted: the command stops quietly.
 let stdoutError: unknown;
 let reported = false;
 process.stdout.on('error', (error) => {
   stdoutError ??= error;
 });
+const stdoutClosed = () => (stdoutError as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
 const stdoutFailure = () => toIoError(stdoutError, 'writing to stdout');
 
 let status = await main(process.argv.slice(2), {
@@ -21,7 +24,7 @@ let status = await main(process.argv.slice(2), {
     write(text: string) {
       if (stdoutError !== undefined) {
         reported = true;
-        throw stdoutFailure();
+        throw stdoutClosed() ? new StdoutClosedError() : stdoutFailure();
       }
       return process.stdout.write(text);
     },
@@ -41,7 +44,7 @@ if (stdoutError === undefined && process.stdout.writableLength > 0) {
     process.stdout.once('close', resolve);
   });
 }
-if (stdoutError !== undefined && !reported) {
+if (stdoutError !== undefined && !reported && !stdoutClosed()) {
   process.stderr.write(`tidemark: IO: ${oneLine(stdoutFailure().message)}\n`);
   status = EXIT_CODES.IO;
 }

@@ -20,6 +20,7 @@ import { type Context, type Io, makeContext, print } from './context.js';
 import { CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
 import { makeStyle } from './format.js';
 import { parseCommandLine, USAGE } from './options.js';
+import { StdoutClosedError } from './terminal.js';
 
 const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   list: runList,
@@ -48,6 +49,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   try {
     return await dispatch(argv, io, opened);
   } catch (error) {
+    // The reader of stdout went away (`| head`): it has what it wanted, which is no failure.
+    if (error instanceof StdoutClosedError) return EXIT_CODES.OK;
     const { code, message, expected } = describeFailure(error);
     io.stderr.write(`tidemark: ${errStyle.red(code)}: ${message}\n`);
     if (!expected && io.env.TIDEMARK_DEBUG)

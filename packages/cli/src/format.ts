@@ -14,9 +14,21 @@ export interface Style {
 
 const ansi = (open: number, close: number) => (text: string) => `\u001b[${open}m${text}\u001b[${close}m`;
 
-/** Colours on when the stream is a TTY and NO_COLOR is unset or empty. */
+/**
+ * Whether to colour a stream: never with NO_COLOR set (non-empty); FORCE_COLOR decides next
+ * (`0`/`false` off, any other non-empty value on, as CI logs that render ANSI ask); else only on a
+ * terminal whose TERM is not `dumb`.
+ */
+export function colourOn(isTty: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (env.NO_COLOR !== undefined && env.NO_COLOR !== '') return false;
+  const force = env.FORCE_COLOR;
+  if (force !== undefined && force !== '') return force !== '0' && force !== 'false';
+  return isTty && env.TERM !== 'dumb';
+}
+
+/** ANSI styles for a stream ({@link colourOn}), or identity functions. */
 export function makeStyle(isTty: boolean, env: NodeJS.ProcessEnv = process.env): Style {
-  const on = isTty && (env.NO_COLOR === undefined || env.NO_COLOR === '');
+  const on = colourOn(isTty, env);
   const id = (text: string) => text;
   if (!on) return { bold: id, dim: id, red: id, yellow: id, green: id, cyan: id };
   return {

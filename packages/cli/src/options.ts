@@ -22,6 +22,9 @@ Commands:
   harness [args...]                           run the storage-fault harness (@tidemark/faults)
   ui [--port N] [--json]                      a local read-only session browser (prints its URL)
 
+--json prints data as JSON on every command that prints data (export writes JSONL already).
+Progress goes to stderr only on a terminal, never with --json. NO_COLOR turns colour off.
+
 Stores: jsonl:DIR, sqlite:FILE, memory:, postgres://... (default jsonl:$TIDEMARK_HOME/sessions)
 Exit codes: 0 ok, 1 problems found, 2 usage, 3 NOT_FOUND, 4 ALREADY_EXISTS, 5 CONFLICT,
   6 INVALID, 7 CORRUPT, 8 UNSUPPORTED_FORMAT, 9 IO, 10 CLOSED, 11 AUDITED_MISSING,

@@ -4,6 +4,10 @@ export interface HarnessArgs {
   backends: string[];
   out: string;
   kills?: number;
+  /** A replay id from the report: run that one run again instead of the harness. */
+  replay?: string;
+  /** Print the report as JSON on stdout instead of the table. */
+  json?: boolean;
 }
 
 /** Parses argv (without node and script). Pure. */
@@ -22,9 +26,12 @@ export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
     else if (arg === '--out') args.out = value();
     else if (arg.startsWith('--out=')) args.out = arg.slice(6);
     else if (arg === '--kills') args.kills = Number(value());
+    else if (arg === '--json') args.json = true;
+    else if (arg === '--replay') args.replay = value();
+    else if (arg.startsWith('--replay=')) args.replay = arg.slice(9);
     else
       throw new Error(
-        `unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite,postgres, --out DIR, --kills N)`,
+        `unknown argument ${arg} (use --quick, --backends memory,jsonl,sqlite,postgres, --out DIR, --kills N, --replay ID, --json)`,
       );
   }
   return args;

@@ -37,7 +37,7 @@ export interface HarnessOptions {
 }
 
 /** Quick crash sweeps cut long writes at fewer offsets; full sweeps cut writes up to 64 bytes at every byte. */
-const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+export const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
 
 const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
 

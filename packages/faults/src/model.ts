@@ -39,6 +39,8 @@ export type ViolationKind =
 export interface Violation {
   kind: ViolationKind;
   detail: string;
+  /** The workload step running when it was found (`#7 append(a)`); absent after the fault was lifted. */
+  step?: string;
 }
 
 /** The summary fields of the workload's `create` and `update` calls that the harness checks. */

@@ -1,5 +1,37 @@
 import type { Violation } from './model.js';
-import type { RunOutcome } from './runner.js';
+import type { RunOutcome, TypedErrorRecord } from './runner.js';
+
+/**
+ * How to reproduce one run exactly. The error and crash sweeps are deterministic: the same
+ * workload, the same fault at the same operation, the same crash state.
+ */
+export interface Reproduction {
+  /** What `--replay` takes (with `--backends` naming the one backend), e.g. `error:17:EIO:once`. */
+  replayId?: string;
+  /** 1-based storage operation (or engine step) the fault hit. */
+  operation?: number;
+  /** The crash state: `after op 12 (datasync), state 3: <label>`. */
+  crashState?: string;
+  /** Seed of the run's randomness; absent when the run has none (the sweeps). */
+  seed?: number;
+  /** The workload step the fault hit (`#7 append(a)`), when the harness knows it. */
+  step?: string;
+}
+
+/** One run of a cell as the report keeps it: what was injected, what came back, what broke. */
+export interface RunRecord {
+  /** The fault of the run, as in {@link HarnessFailure.fault}. */
+  fault: string;
+  /** Whether the fault was really injected. */
+  injected: boolean;
+  /** The first call that got a typed error, with its workload step. */
+  firstError?: TypedErrorRecord;
+  /** The run's violations (the first few). */
+  violations: Violation[];
+  /** All violations of the run. */
+  violationCount: number;
+  reproduction?: Reproduction;
+}
 
 /** One cell of the matrix: a fault class on one backend. */
 export interface ReportCell {
@@ -23,6 +55,11 @@ export interface ReportCell {
   note?: string;
   /** The first few violations, for diagnosis. */
   examples: string[];
+  /**
+   * Runs kept for the HTML report: the violating ones (at most {@link MAX_FAILING_RUNS}), then the
+   * first few passing ones ({@link MAX_PASSING_RUNS}). `runs` has how many there were in all.
+   */
+  samples?: RunRecord[];
 }
 
 /** A violation with where it happened. */
@@ -31,6 +68,7 @@ export interface HarnessFailure extends Violation {
   faultClass: string;
   /** The fault of the run: `EIO once at op 17 (datasync /s/x.jsonl)`, a crash state, a kill number. */
   fault: string;
+  reproduction?: Reproduction;
 }
 
 /** Counters of one backend's run. */
@@ -66,6 +104,19 @@ export interface HarnessReport {
 
 const MAX_EXAMPLES = 5;
 const MAX_FAILURES = 500;
+/** Violating runs kept per cell for the HTML report. */
+export const MAX_FAILING_RUNS = 20;
+/** Passing runs kept per cell for the HTML report. */
+export const MAX_PASSING_RUNS = 5;
+/** Violations kept per run record. */
+const MAX_RUN_VIOLATIONS = 5;
+
+function keepRun(cell: ReportCell, record: RunRecord): void {
+  cell.samples ??= [];
+  const failing = record.violationCount > 0;
+  const kept = cell.samples.filter((r) => r.violationCount > 0 === failing).length;
+  if (kept < (failing ? MAX_FAILING_RUNS : MAX_PASSING_RUNS)) cell.samples.push(record);
+}
 
 /** Accumulates outcomes into cells and failures. */
 export class ReportBuilder {
@@ -108,8 +159,24 @@ export class ReportBuilder {
     cell.note = note;
   }
 
-  add(backend: string, faultClass: string, fault: string, outcome: RunOutcome, injected: boolean): void {
+  /** Records one run of a cell; `reproduction` says how to run it again. */
+  add(
+    backend: string,
+    faultClass: string,
+    fault: string,
+    outcome: RunOutcome,
+    injected: boolean,
+    reproduction?: Reproduction,
+  ): void {
     const cell = this.cell(backend, faultClass);
+    keepRun(cell, {
+      fault,
+      injected,
+      ...(outcome.firstError !== undefined && { firstError: outcome.firstError }),
+      violations: outcome.violations.slice(0, MAX_RUN_VIOLATIONS),
+      violationCount: outcome.violations.length,
+      ...(reproduction !== undefined && { reproduction }),
+    });
     cell.runs++;
     if (injected) cell.faultsInjected++;
     cell.errorsSurfaced += outcome.errorsSurfaced;
@@ -122,7 +189,13 @@ export class ReportBuilder {
         cell.examples.push(`${fault}: ${violation.kind}: ${violation.detail}`);
       this.failureCount++;
       if (this.failures.length < MAX_FAILURES)
-        this.failures.push({ ...violation, backend, faultClass, fault });
+        this.failures.push({
+          ...violation,
+          backend,
+          faultClass,
+          fault,
+          ...(reproduction !== undefined && { reproduction }),
+        });
     }
   }
 

@@ -17,6 +17,25 @@ export interface RunOutcome {
   lostEvents: number;
   /** false-absence violations. */
   absences: number;
+  /** The first call that rejected with a typed error (NOT_FOUND aside), for the report. */
+  firstError?: TypedErrorRecord;
+}
+
+/** A call that got a typed error, and the workload step it belongs to. */
+export interface TypedErrorRecord {
+  /** The call, e.g. `append(sess-a)` or `reopen after lift`. */
+  call: string;
+  /** The workload step running then, e.g. `#7 append(a)`; absent outside the workload. */
+  step?: string;
+  code: string;
+  errno?: string;
+  message: string;
+}
+
+/** A workload step as the report names it: its 1-based index, operation and session key. */
+export function describeStep(step: WorkloadStep, index: number): string {
+  const target = step.kind === 'list' ? (step.cwd ?? '') : step.key;
+  return `#${index + 1} ${step.kind}(${target})`;
 }
 
 /** A fresh outcome. */
@@ -47,10 +66,12 @@ export class Checker {
   readonly outcome = emptyOutcome();
   /** Workload operations (`has`, `append`, …) in which a call rejected with a typed error other than NOT_FOUND. */
   readonly failedOps = new Set<WorkloadStep['kind']>();
+  /** The workload step running now ({@link describeStep}), set by {@link runWorkload}. */
+  step: string | undefined;
 
   /** Records a broken invariant. */
   violation(kind: Violation['kind'], detail: string): void {
-    this.outcome.violations.push({ kind, detail });
+    this.outcome.violations.push({ kind, detail, ...(this.step !== undefined && { step: this.step }) });
     if (kind === 'false-absence') this.outcome.absences++;
   }
 
@@ -61,7 +82,16 @@ export class Checker {
     } catch (error) {
       if (isTidemarkError(error)) {
         // NOT_FOUND is how true absence answers; the model decides whether it was true.
-        if (error.code !== 'NOT_FOUND') this.outcome.errorsSurfaced++;
+        if (error.code !== 'NOT_FOUND') {
+          this.outcome.errorsSurfaced++;
+          this.outcome.firstError ??= {
+            call: what,
+            ...(this.step !== undefined && { step: this.step }),
+            code: error.code,
+            ...(error.errno !== undefined && { errno: error.errno }),
+            message: error.message.slice(0, 300),
+          };
+        }
         if (process.env.TIDEMARK_HARNESS_TRACE)
           console.error('[typed]', what, error.code, error.errno, error.message.slice(0, 120));
         return { ok: false, error };
@@ -124,12 +154,14 @@ export async function runWorkload(
   check: Checker,
   options: WorkloadRunOptions,
 ): Promise<void> {
-  for (const step of options.steps ?? AGENT_WORKLOAD) {
+  for (const [index, step] of (options.steps ?? AGENT_WORKLOAD).entries()) {
+    check.step = describeStep(step, index);
     options.onStep?.(step);
     const surfaced = check.outcome.errorsSurfaced;
     await runStep(store, model, check, options, step);
     if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
   }
+  check.step = undefined;
   options.onStep?.(undefined);
 }
 

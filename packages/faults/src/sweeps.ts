@@ -36,6 +36,11 @@ export function errorFaultClass(fault: ErrorFault): string {
   return fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`;
 }
 
+/** What `--replay` takes to run one error fault again: `error:17:EIO:once`, `error:9:short`. */
+export function errorReplayId(fault: ErrorFault): string {
+  return fault.shortWrite ? `error:${fault.at}:short` : `error:${fault.at}:${fault.errno}:${fault.mode}`;
+}
+
 /** Progress callback: `done` of `total` runs of a phase. */
 export type Progress = (phase: string, done: number, total: number) => void;
 
@@ -166,7 +171,10 @@ export async function errorSweepFs(
     for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
-    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
+    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0, {
+      replayId: errorReplayId(fault),
+      operation: fault.at,
+    });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   reportCoverage(report, driver.name, failed, !report.enough);
@@ -225,7 +233,10 @@ export async function errorSweepEngine(
     const run = await runEngineOnce(driver, fault);
     for (const kind of run.check.failedOps) failed.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
-    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0);
+    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0, {
+      replayId: errorReplayId(fault),
+      operation: fault.at,
+    });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   reportCoverage(report, driver.name, failed, !report.enough);
@@ -247,27 +258,30 @@ const MUTATING_OPS: ReadonlySet<string> = new Set([
   'rmdir',
 ]);
 
-interface RecordedCrash {
+/** A crash point with the model of what may be on disk then. */
+export interface RecordedCrash {
   point: CrashPoint;
   model: WorkloadModel;
+  /** The workload step running when the disk froze ({@link describeStep}). */
+  step?: string;
 }
 
 /**
- * Crash sweep of an fs-kind driver: runs the workload on a CrashFs, freezes the disk after every
- * operation (or, with `syncOnly`, after every sync-family operation and every directory change),
- * then reopens the store on every crash state of every point and checks the invariants.
+ * Runs the workload once on a CrashFs and freezes the disk after every operation (or, with
+ * `syncOnly`, after every sync-family operation and every directory change), each point with the
+ * model of what may be on disk then. Deterministic: a replay records the same points.
  */
-export async function crashSweepFs(
+export async function recordCrashPoints(
   driver: FsHarnessDriver,
-  report: ReportBuilder,
-  options: { syncOnly: boolean; limits?: CrashStateLimits; recoverySamples: number },
-  progress?: Progress,
-): Promise<{ points: number; states: number; recoveryRuns: number }> {
+  syncOnly: boolean,
+): Promise<{ recorded: RecordedCrash[]; check: Checker }> {
+  const options = { syncOnly };
   const model = new WorkloadModel();
   const recorded: RecordedCrash[] = [];
   let recording = false;
   let inflight: { key: string; batch: string[] } | undefined;
   let currentStep: WorkloadStep | undefined;
+  const check = new Checker();
   const crashFs: CrashFs = new CrashFs((_index, op) => {
     // Reads leave the disk as it was: a crash after one is the crash after the previous change.
     if (!recording || !MUTATING_OPS.has(op) || (options.syncOnly && !SYNC_OPS.has(op) && op !== 'write'))
@@ -284,12 +298,15 @@ export async function crashSweepFs(
         .session(currentStep.key)
         .doubtFields({ ...(title !== undefined && { title }), ...(tags !== undefined && { tags }) });
     }
-    recorded.push({ point: crashFs.crashPoint(op), model: snapshot });
+    recorded.push({
+      point: crashFs.crashPoint(op),
+      model: snapshot,
+      ...(check.step !== undefined && { step: check.step }),
+    });
   });
   await crashFs.mkdir(SWEEP_ROOT, { recursive: true });
   crashFs.checkpoint();
   recording = true;
-  const check = new Checker();
   const opened = await check.attempt('open', () => driver.open({ fs: crashFs, root: SWEEP_ROOT }));
   if (opened.ok) {
     await runWorkload(opened.value, model, check, {
@@ -304,27 +321,57 @@ export async function crashSweepFs(
     await closeQuietly(check, opened.value);
   }
   recording = false;
+  return { recorded, check };
+}
+
+/** What `--replay` takes to reopen one crash state again: `crash:<op>:<state index>`. */
+export function crashReplayId(point: CrashPoint, stateIndex: number): string {
+  return `crash:${point.afterOp}:${stateIndex}`;
+}
+
+/** Reopens the store on one crash state and checks the invariants (SPEC §7.4). */
+export async function checkCrashState(
+  driver: FsHarnessDriver,
+  state: CrashState,
+  model: WorkloadModel,
+): Promise<Checker> {
+  const fs: FileSystem = materialize(state);
+  const check = new Checker();
+  await reopenAndVerify(() => driver.open({ fs, root: SWEEP_ROOT }), model.clone(), check, true);
+  return check;
+}
+
+/**
+ * Crash sweep of an fs-kind driver: records the crash points ({@link recordCrashPoints}), then
+ * reopens the store on every crash state of every point and checks the invariants.
+ */
+export async function crashSweepFs(
+  driver: FsHarnessDriver,
+  report: ReportBuilder,
+  options: { syncOnly: boolean; limits?: CrashStateLimits; recoverySamples: number },
+  progress?: Progress,
+): Promise<{ points: number; states: number; recoveryRuns: number }> {
+  const { recorded, check } = await recordCrashPoints(driver, options.syncOnly);
   report.add(driver.name, 'crash (power loss)', 'workload on CrashFs', check.outcome, false);
   let states = 0;
   let done = 0;
   const damaged: { state: CrashState; model: WorkloadModel; label: string }[] = [];
-  for (const { point, model: pointModel } of recorded) {
+  for (const { point, model: pointModel, step } of recorded) {
     if (report.enough) break;
-    for (const state of enumerateCrashStates(point, options.limits)) {
-      const fs: FileSystem = materialize(state);
-      const stateCheck = new Checker();
-      await reopenAndVerify(
-        () => driver.open({ fs, root: SWEEP_ROOT }),
-        pointModel.clone(),
-        stateCheck,
-        true,
-      );
+    for (const [index, state] of [...enumerateCrashStates(point, options.limits)].entries()) {
+      const stateCheck = await checkCrashState(driver, state, pointModel);
       report.add(
         driver.name,
         'crash (power loss)',
         `crash after op ${point.afterOp} (${point.op}), ${state.label}`,
         stateCheck.outcome,
         true,
+        {
+          replayId: crashReplayId(point, index),
+          operation: point.afterOp,
+          crashState: `after op ${point.afterOp} (${point.op}), state ${index}: ${state.label}`,
+          ...(step !== undefined && { step }),
+        },
       );
       states++;
       if (/torn|zeros|garbage/.test(state.label))

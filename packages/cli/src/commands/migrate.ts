@@ -2,8 +2,9 @@
 import { parseStoreAddress, type StoreAddress } from '../address.js';
 import { auditLog, type Context, openStore, print, printJson } from '../context.js';
 import { CliError, EXIT_CODES } from '../exit-codes.js';
-import { progressBar, truncate } from '../format.js';
+import { truncate } from '../format.js';
 import { type MigrateReport, migrateSessions } from '../migrate.js';
+import { progressLine } from '../terminal.js';
 
 /** Runs `tidemark migrate --from ADDRESS --to ADDRESS [--json]`. */
 export async function runMigrate(ctx: Context): Promise<number> {
@@ -16,14 +17,10 @@ export async function runMigrate(ctx: Context): Promise<number> {
   const from = await openStore(ctx, fromAddress, true);
   const to = await openStore(ctx, toAddress);
   const audit = auditLog(ctx);
-  const tty = ctx.io.stderr.isTTY === true;
+  const progress = progressLine(ctx);
   const report = await migrateSessions(from.store, to.store, {
-    onProgress: (done, total, id) => {
-      if (!tty) return;
-      if (id !== undefined)
-        ctx.io.stderr.write(`\r${progressBar(done, total, `sessions  ${truncate(id, 24)}`)}\u001b[K`);
-      else ctx.io.stderr.write(`\r${progressBar(done, total, 'sessions')}\u001b[K\n`);
-    },
+    onProgress: (done, total, id) =>
+      progress(done, total, id === undefined ? 'sessions' : `sessions  ${truncate(id, 24)}`),
     onCopied: async (result) => {
       await audit.record('migrated', result.id, toAddress.text, {
         from: fromAddress.text,

@@ -3,13 +3,17 @@ import { type Context, openLifecycleFor, openMain, print, printJson } from '../c
 import { EXIT_CODES } from '../exit-codes.js';
 import { age, truncate } from '../format.js';
 import { days } from '../options.js';
+import { withSpinner } from '../terminal.js';
 
 /** Runs `tidemark prune [--older-than DAYS] [--yes] [--json]`. */
 export async function runPrune(ctx: Context): Promise<number> {
   const main = await openMain(ctx);
   const lifecycle = await openLifecycleFor(ctx, main, true);
   const olderThanDays = days(ctx.values['older-than'], '--older-than', 30);
-  const report = await lifecycle.prune({ olderThanDays, dryRun: ctx.values.yes !== true });
+  const dryRun = ctx.values.yes !== true;
+  const report = await withSpinner(ctx, dryRun ? 'finding sessions to prune' : 'pruning', () =>
+    lifecycle.prune({ olderThanDays, dryRun }),
+  );
   if (ctx.values.json) {
     printJson(ctx.io, {
       dryRun: report.dryRun,

@@ -5,6 +5,7 @@ import type { Backend } from '../backends.js';
 import { auditLog, type Context, openLifecycleFor, openMain, print, printJson } from '../context.js';
 import { CliError, EXIT_CODES } from '../exit-codes.js';
 import { absent } from '../sessions.js';
+import { withSpinner } from '../terminal.js';
 
 /** One finding of `tidemark verify`, as `--json` prints it. */
 export interface VerifyFinding {
@@ -25,7 +26,10 @@ export async function runVerify(ctx: Context): Promise<number> {
   const id = ctx.values.all ? undefined : ctx.args[0];
   const main = await openMain(ctx);
   if (id !== undefined && !(await main.store.has(id))) return absent(ctx, main, id);
-  const report = await main.store.verify(id === undefined ? undefined : { id });
+  const report =
+    id === undefined
+      ? await withSpinner(ctx, `verifying ${main.address.text}`, () => main.store.verify())
+      : await main.store.verify({ id });
   const findings = report.problems.map(findingOf);
   if (id === undefined) findings.push(...(await auditedButMissing(ctx, main)));
   const damaged = findings.filter((f) => f.kind !== 'interrupted');
