@@ -53,7 +53,11 @@ export function appendBatch(
   }
 }
 
-function appendInTransaction(
+/**
+ * The writes of one append inside an open write transaction (its own, or a group commit's
+ * savepoint). Throws as {@link appendBatch} does, with driver errors unmapped.
+ */
+export function appendInTransaction(
   conn: SqliteConnection,
   id: string,
   batch: readonly PreparedEvent[],

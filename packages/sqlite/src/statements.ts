@@ -28,6 +28,9 @@ export interface Statements {
   beginImmediate: Statement;
   commit: Statement;
   rollback: Statement;
+  savepoint: Statement;
+  release: Statement;
+  rollbackTo: Statement;
   getSession: Statement<[string], SessionRow>;
   hasSession: Statement<[string], number>;
   updatedAtOf: Statement<[string], unknown>;
@@ -54,6 +57,11 @@ function transactionStatements(db: Database.Database) {
     beginImmediate: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    // One name serves every batch of a group commit: a batch's savepoint is released or rolled
+    // back before the next batch opens its own.
+    savepoint: db.prepare('SAVEPOINT batch'),
+    release: db.prepare('RELEASE batch'),
+    rollbackTo: db.prepare('ROLLBACK TO batch'),
   };
 }
 
