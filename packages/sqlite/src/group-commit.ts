@@ -14,7 +14,7 @@
 // - the per-session order is the base store's: it never hands two appends of one session to
 //   storage at once, so a group holds at most one batch per session.
 import type { AppendResult, PreparedEvent, Reservation } from '@tidemark/core';
-import { appendBatch, appendInTransaction } from './append.js';
+import { appendBatch, appendContext, appendInTransaction } from './append.js';
 import type { SqliteConnection } from './connection.js';
 import { appendError, mapSqliteError } from './errors.js';
 
@@ -143,5 +143,5 @@ function inSavepoint(conn: SqliteConnection, item: QueuedAppend): Outcome {
 
 /** The typed error one append of a group reports for `error`, located at its own session. */
 function errorFor(conn: SqliteConnection, error: unknown, id: string): unknown {
-  return appendError(mapSqliteError(error, conn.context(`appending to session ${id}`, id, 'events')), id);
+  return appendError(mapSqliteError(error, appendContext(conn, id)), id);
 }
