@@ -274,6 +274,7 @@ async function killLoop(
       factory: real.factory,
       options: real.options(location),
       sessions,
+      ...(real.appendsTogether === true && { together: true }),
     });
     let ready: boolean;
     if (k % 4 === 3) {

@@ -148,6 +148,14 @@ async function runStep(
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
       return;
     }
+    if (step.kind === 'appendTogether') {
+      await Promise.all(
+        step.appends.map(({ key, types }) =>
+          appendWithRetry(store, model.session(key, WORKLOAD_CWDS[key]), types, check, options),
+        ),
+      );
+      return;
+    }
     const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
     switch (step.kind) {
       case 'create': {
