@@ -161,7 +161,7 @@ if (wanted('append')) {
 
 // 1b. W1 against a hand-written transaction of the same work, W5 (64 sessions at once) against
 //     one commit per append, and the CPU of an append without fsync (bench/workloads.mjs).
-if (wanted('w1')) results.push(await w1(work, { rounds: Math.max(5, ROUNDS) }));
+if (wanted('w1')) results.push(await w1(work, { rounds: Math.max(5, ROUNDS * 3) }));
 if (wanted('w5')) results.push(await w5(work, { rounds: Math.max(5, ROUNDS) }));
 if (wanted('cpu')) Object.assign(cpu, await cpuPerAppend(work, { rounds: Math.max(5, ROUNDS) }));
 
