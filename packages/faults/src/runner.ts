@@ -127,10 +127,26 @@ export async function runWorkload(
   for (const step of options.steps ?? AGENT_WORKLOAD) {
     options.onStep?.(step);
     const surfaced = check.outcome.errorsSurfaced;
-    await runStep(store, model, check, options, step);
+    if (step.kind === 'appendTogether') await appendTogether(store, model, check, options, step.appends);
+    else await runStep(store, model, check, options, step);
     if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
   }
   options.onStep?.(undefined);
+}
+
+/** Appends to different sessions issued at once, each checked as its own `append` step. */
+async function appendTogether(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: WorkloadRunOptions,
+  appends: readonly { key: string; types: readonly string[] }[],
+): Promise<void> {
+  await Promise.all(
+    appends.map(({ key, types }) =>
+      appendWithRetry(store, model.session(key, WORKLOAD_CWDS[key]), types, check, options),
+    ),
+  );
 }
 
 async function runStep(
@@ -138,7 +154,7 @@ async function runStep(
   model: WorkloadModel,
   check: Checker,
   options: WorkloadRunOptions,
-  step: WorkloadStep,
+  step: Exclude<WorkloadStep, { kind: 'appendTogether' }>,
 ): Promise<void> {
   {
     if (step.kind === 'list') {
@@ -146,14 +162,6 @@ async function runStep(
         store.list(step.cwd === undefined ? {} : { cwd: step.cwd }),
       );
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
-      return;
-    }
-    if (step.kind === 'appendTogether') {
-      await Promise.all(
-        step.appends.map(({ key, types }) =>
-          appendWithRetry(store, model.session(key, WORKLOAD_CWDS[key]), types, check, options),
-        ),
-      );
       return;
     }
     const session = model.session(step.key, WORKLOAD_CWDS[step.key]);
