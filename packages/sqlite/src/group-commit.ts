@@ -13,7 +13,7 @@
 //   transaction) fails every append of the group with a typed error, nothing of it stored;
 // - the per-session order is the base store's: it never hands two appends of one session to
 //   storage at once, so a group holds at most one batch per session.
-import type { AppendResult, PreparedEvent, Reservation } from '@tidemark/core';
+import { type AppendResult, type PreparedEvent, type Reservation, TidemarkError } from '@tidemark/core';
 import { appendBatch, appendContext, appendInTransaction } from './append.js';
 import type { SqliteConnection } from './connection.js';
 import { appendError, mapSqliteError } from './errors.js';
@@ -28,6 +28,12 @@ interface QueuedAppend {
 }
 
 type Outcome = { ok: true; result: AppendResult } | { ok: false; error: unknown };
+
+/**
+ * Most batches one transaction holds: a group is one synchronous call, and the event loop waits for
+ * all of it. Appends beyond it go into the next group, started right after.
+ */
+export const MAX_GROUP = 256;
 
 // Taken at load: a test that fakes timers must not stall every append of the store.
 const nextTurn: (callback: () => void) => void = globalThis.setImmediate;
@@ -60,9 +66,13 @@ export class AppendGroups {
   }
 
   private readonly flush = (): void => {
-    this.scheduled = false;
-    const group = this.queued;
-    this.queued = [];
+    const group = this.queued.length > MAX_GROUP ? this.queued.splice(0, MAX_GROUP) : this.queued;
+    if (group === this.queued) {
+      this.queued = [];
+      this.scheduled = false;
+    } else {
+      nextTurn(this.flush);
+    }
     this.soloSession = group.length === 1 ? group[0]!.id : undefined;
     try {
       commitGroup(this.conn, group);
@@ -143,5 +153,13 @@ function inSavepoint(conn: SqliteConnection, item: QueuedAppend): Outcome {
 
 /** The typed error one append of a group reports for `error`, located at its own session. */
 function errorFor(conn: SqliteConnection, error: unknown, id: string): unknown {
-  return appendError(mapSqliteError(error, appendContext(conn, id)), id);
+  const mapped = mapSqliteError(error, appendContext(conn, id));
+  // Mapped before it reached the group (the relaxed sync pragma): name this append's session.
+  if (mapped.sessionId !== undefined || mapped.code !== 'IO') return appendError(mapped, id);
+  return new TidemarkError('IO', `session ${id}: ${mapped.message}`, {
+    cause: mapped.cause,
+    sessionId: id,
+    retryable: mapped.retryable,
+    ...(mapped.errno !== undefined && { errno: mapped.errno }),
+  });
 }

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { isTidemarkError } from '@tidemark/core';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_GROUP } from '../src/group-commit.js';
 import { openSqliteStore, type SqliteStorageStep, type SqliteStore } from '../src/index.js';
 import { connectionOf } from '../src/store.js';
 import { events, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
@@ -43,6 +44,12 @@ async function seed(store: SqliteStore, ids: readonly string[], count = 2): Prom
   }
 }
 
+/** The typed error an append rejected with, or undefined when it did not reject with one. */
+function rejection(outcome: PromiseSettledResult<unknown> | undefined, code: string) {
+  if (outcome?.status !== 'rejected' || !isTidemarkError(outcome.reason, code as never)) return undefined;
+  return outcome.reason;
+}
+
 const count = (steps: readonly string[], name: string) =>
   steps.filter((s) => s.split(' ')[0] === name).length;
 const counted = (steps: readonly string[], prefix: string) =>
@@ -76,8 +83,8 @@ describe('group commit', () => {
     expect(counted(steps, 'BEGIN IMMEDIATE')).toBe(1);
     expect(a).toEqual({ status: 'fulfilled', value: { nextSeq: 4 } });
     expect(c).toEqual({ status: 'fulfilled', value: { nextSeq: 3 } });
-    expect(b.status === 'rejected' && isTidemarkError(b.reason, 'CONFLICT')).toBe(true);
-    expect(ghost.status === 'rejected' && isTidemarkError(ghost.reason, 'NOT_FOUND')).toBe(true);
+    expect(rejection(b, 'CONFLICT')).toBeDefined();
+    expect(rejection(ghost, 'NOT_FOUND')).toBeDefined();
     expect((await store.load('a')).events).toHaveLength(4);
     expect((await store.load('b')).events).toEqual(events(0, 2, 2));
     expect((await store.load('c')).events).toHaveLength(3);
@@ -93,9 +100,9 @@ describe('group commit', () => {
     };
     const [a, b, c] = await Promise.allSettled(['a', 'b', 'c'].map((id) => store.append(id, events(2, 2))));
     state.fault = undefined;
-    expect(a.status).toBe('fulfilled');
-    expect(c.status).toBe('fulfilled');
-    expect(b.status === 'rejected' && isTidemarkError(b.reason, 'IO')).toBe(true);
+    expect(a?.status).toBe('fulfilled');
+    expect(c?.status).toBe('fulfilled');
+    expect(rejection(b, 'IO')).toBeDefined();
     // Nothing of b's batch: not its sessions row update either.
     expect((await store.load('b')).events).toHaveLength(2);
     expect((await store.list()).sessions.find((s) => s.id === 'b')?.eventCount).toBe(2);
@@ -143,8 +150,8 @@ describe('group commit', () => {
       }
     };
     const [a, b] = await Promise.allSettled(['a', 'b'].map((id) => store.append(id, events(2, 2))));
-    expect(a.status === 'rejected' && isTidemarkError(a.reason, 'IO')).toBe(true);
-    expect(b.status === 'rejected' && isTidemarkError(b.reason, 'IO')).toBe(true);
+    expect(rejection(a, 'IO')).toBeDefined();
+    expect(rejection(b, 'IO')).toBeDefined();
     for (const id of ['a', 'b']) expect((await store.load(id)).events).toHaveLength(2);
     await store.append('a', events(2, 2));
     await store.close();
@@ -205,6 +212,35 @@ describe('group commit', () => {
     await store.close();
   });
 
+  it('splits appends beyond MAX_GROUP into the next group, each in its own transaction', async () => {
+    // Guards the bound on one synchronous call: 300 sessions at once are not one transaction.
+    const { store, steps } = await recordingStore();
+    const ids = Array.from({ length: MAX_GROUP + 44 }, (_, i) => `s${i}`);
+    for (const id of ids) await store.create({ id });
+    steps.length = 0;
+    const results = await Promise.all(ids.map((id) => store.append(id, events(0, 1))));
+    expect(results.every((r) => r.nextSeq === 1)).toBe(true);
+    expect(counted(steps, 'BEGIN IMMEDIATE')).toBe(2);
+    expect(counted(steps, 'SAVEPOINT')).toBe(ids.length);
+    expect((await store.list({ limit: 500 })).sessions).toHaveLength(ids.length);
+    await store.close();
+  });
+
+  it('names each session in the errors of a relaxed group whose sync pragma fails', async () => {
+    const { store, state } = await recordingStore({ durability: 'relaxed' });
+    await seed(store, ['a', 'b']);
+    state.fault = (step) => {
+      if (step === 'PRAGMA synchronous') {
+        state.fault = undefined;
+        throw injected('SQLITE_IOERR');
+      }
+    };
+    const outcomes = await Promise.allSettled(['a', 'b'].map((id) => store.append(id, events(2, 2, 2))));
+    expect(outcomes.map((o) => rejection(o, 'IO')?.sessionId)).toEqual(['a', 'b']);
+    for (const id of ['a', 'b']) expect((await store.load(id)).events).toHaveLength(2);
+    await store.close();
+  });
+
   it('lets close() settle appends waiting for their group: each lands or is CLOSED, none hangs', async () => {
     const { store, path } = await recordingStore();
     await seed(store, ['a', 'b']);
@@ -216,7 +252,7 @@ describe('group commit', () => {
     const reopened = await openSqliteStore({ path });
     for (const [i, id] of ['a', 'b'].entries()) {
       const outcome = outcomes[i]!;
-      if (outcome.status === 'rejected') expect(isTidemarkError(outcome.reason, 'CLOSED')).toBe(true);
+      if (outcome.status === 'rejected') expect(rejection(outcome, 'CLOSED')).toBeDefined();
       expect((await reopened.load(id)).events).toHaveLength(outcome.status === 'fulfilled' ? 3 : 2);
     }
     expect(outcomes.some((o) => o.status === 'fulfilled')).toBe(true);
