@@ -2,7 +2,15 @@ import type { JsonObject } from '@tidemark/core';
 
 /** What a child is asked to do (passed as JSON in argv[2]). */
 export type ChildRequest =
-  | { mode: 'writer'; module: string; factory: string; options: JsonObject; sessions: number }
+  | {
+      mode: 'writer';
+      module: string;
+      factory: string;
+      options: JsonObject;
+      sessions: number;
+      /** Append to every session at once each round (see `RealFaultSupport.appendsTogether`). */
+      together?: boolean;
+    }
   | {
       mode: 'probe';
       module: string;

@@ -32,6 +32,7 @@ async function writer(request: Extract<ChildRequest, { mode: 'writer' }>): Promi
     }
   }
   say('ready');
+  if (request.together === true) await writeTogether(store, keys, next);
   for (let i = 0; ; i++) {
     const key = keys[i % keys.length]!;
     const from = next.get(key)!;
@@ -43,6 +44,33 @@ async function writer(request: Extract<ChildRequest, { mode: 'writer' }>): Promi
     await store.append(sessionId(key), events);
     say(`ack ${key} ${from} ${count}`);
     next.set(key, from + count);
+  }
+}
+
+/**
+ * The writer of a backend with group commit: each round appends one batch to every session at
+ * once, each acknowledged as its own append settles (so a kill can fall between the commit of a
+ * shared group and the acknowledgements of its batches, or inside the commit itself).
+ */
+async function writeTogether(
+  store: SessionStore,
+  keys: readonly string[],
+  next: Map<string, number>,
+): Promise<never> {
+  for (let round = 0; ; round++) {
+    await Promise.all(
+      keys.map(async (key, k) => {
+        const from = next.get(key)!;
+        const count = 1 + ((round + k) % 3);
+        const events = Array.from({ length: count }, (_, j) =>
+          workloadEvent(key, from + j, killEventType(from + j)),
+        );
+        say(`try ${key} ${from} ${count}`);
+        await store.append(sessionId(key), events);
+        say(`ack ${key} ${from} ${count}`);
+        next.set(key, from + count);
+      }),
+    );
   }
 }
 

@@ -1,5 +1,6 @@
 import type { FileSystem, JsonObject, SessionStore } from '@tidemark/core';
 import type { ReportBuilder } from './report.js';
+import type { WorkloadStep } from './workload.js';
 
 /**
  * A backend that does all its file access through the core {@link FileSystem} port (like
@@ -38,6 +39,8 @@ export interface EngineHarnessDriver {
   create(): Promise<EngineStorage>;
   /** Whether `open(inject)` really calls `inject` (false: the error sweep rows are `n/a`). */
   injectsSteps?: boolean;
+  /** The workload of the error sweep; default `AGENT_WORKLOAD`. */
+  workload?: readonly WorkloadStep[];
   real?: RealFaultSupport;
   realFaults?: readonly RealFaultCase[];
   /** Fault classes only a server has (lost connections, restarts, revoked grants), as more cells. */
@@ -76,6 +79,11 @@ export interface RealFaultSupport {
   module: string;
   /** Name of the async factory exported by `module`, e.g. `openJsonlStore`. */
   factory: string;
+  /**
+   * The SIGKILL writer appends to all its sessions at once instead of one after another, so that
+   * kills land inside commits shared by several sessions (a backend with group commit).
+   */
+  appendsTogether?: boolean;
   /** The factory's options for a location (must be JSON: it crosses a process boundary). */
   options(location: string): JsonObject;
 }

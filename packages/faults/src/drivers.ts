@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
+import { GROUP_COMMIT_WORKLOAD } from './workload.js';
 
 // The project's own backends are loaded by name at call time: this package depends on them only
 // for its own tests and runnable entry, and a third party using the harness needs neither.
@@ -200,6 +201,9 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     name: 'sqlite',
     kind: 'engine',
     injectsSteps: true,
+    // Group commit (SPEC §6.5): appends to different sessions issued together share a commit, so
+    // the step sweep and the SIGKILL writer issue them together.
+    workload: GROUP_COMMIT_WORKLOAD,
     async create() {
       const dir = await fsp.mkdtemp(join(tmpdir(), 'tidemark-sqlite-'));
       const { openSqliteStore } = await load<SqliteModule>('@tidemark/sqlite');
@@ -229,6 +233,7 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
       module: '@tidemark/sqlite',
       factory: 'openSqliteStore',
       options: (path) => ({ path }),
+      appendsTogether: true,
     },
     realFaults: sqliteRealFaults(),
   };

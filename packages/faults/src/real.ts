@@ -251,6 +251,18 @@ async function runInflictedCase(
   report.add(driver.name, testCase.name, testCase.name, outcome, true);
 }
 
+/** What the SIGKILL writer child is asked to do. */
+function writerRequest(real: RealFaultSupport, location: string, sessions: number): ChildRequest {
+  return {
+    mode: 'writer',
+    module: real.module,
+    factory: real.factory,
+    options: real.options(location),
+    sessions,
+    ...(real.appendsTogether === true && { together: true }),
+  };
+}
+
 /** SIGKILL of a child writer at random instants; every acknowledged batch must survive each kill. */
 async function killLoop(
   driver: HarnessDriver,
@@ -268,13 +280,7 @@ async function killLoop(
   let done = 0;
   for (let k = 0; k < kills; k++) {
     const check = new Checker();
-    const run = startChild({
-      mode: 'writer',
-      module: real.module,
-      factory: real.factory,
-      options: real.options(location),
-      sessions,
-    });
+    const run = startChild(writerRequest(real, location, sessions));
     let ready: boolean;
     if (k % 4 === 3) {
       // Every fourth kill lands during start-up: module loading, open, lock takeover, tail repair.

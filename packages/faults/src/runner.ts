@@ -158,11 +158,27 @@ export async function runWorkload(
     check.step = describeStep(step, index);
     options.onStep?.(step);
     const surfaced = check.outcome.errorsSurfaced;
-    await runStep(store, model, check, options, step);
+    if (step.kind === 'appendTogether') await appendTogether(store, model, check, options, step.appends);
+    else await runStep(store, model, check, options, step);
     if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
   }
   check.step = undefined;
   options.onStep?.(undefined);
+}
+
+/** Appends to different sessions issued at once, each checked as its own `append` step. */
+async function appendTogether(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: WorkloadRunOptions,
+  appends: readonly { key: string; types: readonly string[] }[],
+): Promise<void> {
+  await Promise.all(
+    appends.map(({ key, types }) =>
+      appendWithRetry(store, model.session(key, WORKLOAD_CWDS[key]), types, check, options),
+    ),
+  );
 }
 
 async function runStep(
@@ -170,7 +186,7 @@ async function runStep(
   model: WorkloadModel,
   check: Checker,
   options: WorkloadRunOptions,
-  step: WorkloadStep,
+  step: Exclude<WorkloadStep, { kind: 'appendTogether' }>,
 ): Promise<void> {
   {
     if (step.kind === 'list') {

@@ -78,10 +78,11 @@ export function reportCoverage(
   backend: string,
   failed: ReadonlySet<WorkloadStep['kind']>,
   complete: boolean,
+  workload: readonly WorkloadStep[] = AGENT_WORKLOAD,
 ): void {
   if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
   const outcome = emptyOutcome();
-  const kinds = [...new Set(AGENT_WORKLOAD.map((step) => step.kind))];
+  const kinds = [...new Set(workload.map((step) => step.kind))];
   for (const kind of kinds.filter((k) => !failed.has(k)))
     outcome.violations.push({
       kind: 'uncovered-operation',
@@ -204,6 +205,7 @@ export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFau
     if (opened.ok) {
       await runWorkload(opened.value, model, check, {
         checkFailedAppend: fault !== undefined && fault.mode === 'once',
+        ...(driver.workload !== undefined && { steps: driver.workload }),
       });
       await closeQuietly(check, opened.value);
     }
@@ -239,7 +241,7 @@ export async function errorSweepEngine(
     });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
-  reportCoverage(report, driver.name, failed, !report.enough);
+  reportCoverage(report, driver.name, failed, !report.enough, driver.workload);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 

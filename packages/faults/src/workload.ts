@@ -4,6 +4,12 @@ import type { CreateInit, JsonValue, SessionEvent, SummaryPatch } from '@tidemar
 export type WorkloadStep =
   | { kind: 'create'; key: string; init: Omit<CreateInit, 'id'> }
   | { kind: 'append'; key: string; types: readonly string[] }
+  /**
+   * Appends to different sessions issued at once, each checked as its own `append` (a backend
+   * with group commit writes them in one shared commit). Only for engine drivers: the crash sweeps
+   * of fs drivers follow one append in flight at a time.
+   */
+  | { kind: 'appendTogether'; appends: readonly { key: string; types: readonly string[] }[] }
   | { kind: 'update'; key: string; patch: SummaryPatch }
   | { kind: 'has'; key: string }
   | { kind: 'load'; key: string }
@@ -47,6 +53,34 @@ export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
   { kind: 'list', cwd: WORKLOAD_CWDS.a! },
   { kind: 'has', key: 'c' },
   { kind: 'append', key: 'b', types: ['tool/result', 'turn/end'] },
+  { kind: 'load', key: 'a' },
+];
+
+/**
+ * {@link AGENT_WORKLOAD} with appends to different sessions issued at once (SPEC §6.5 group
+ * commit): the step sweep then fails every statement of a shared commit, the first batch of a
+ * session among them, and each batch must still be all or nothing on its own.
+ */
+export const GROUP_COMMIT_WORKLOAD: readonly WorkloadStep[] = [
+  ...AGENT_WORKLOAD.slice(0, 10), // up to `create c`
+  {
+    kind: 'appendTogether',
+    appends: [
+      { key: 'c', types: ['user/message', 'turn/end'] },
+      { key: 'b', types: ['user/message', 'tool/call'] },
+      { key: 'a', types: ['user/message', 'tool/call'] },
+    ],
+  },
+  ...AGENT_WORKLOAD.slice(12, 15), // update c, load b, delete c
+  { kind: 'list', cwd: WORKLOAD_CWDS.a! },
+  { kind: 'has', key: 'c' },
+  {
+    kind: 'appendTogether',
+    appends: [
+      { key: 'a', types: ['tool/result', 'turn/end'] },
+      { key: 'b', types: ['tool/result', 'turn/end'] },
+    ],
+  },
   { kind: 'load', key: 'a' },
 ];
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { makeErrnoError } from '../src/errno.js';
 import {
   formatReportTable,
+  runEngineOnce,
   runFaultHarness,
   sqliteCodeForErrno,
   sqliteDriver,
@@ -26,6 +27,19 @@ describe('harness over the SQLite backend', () => {
       expect(cell?.errorsSurfaced, faultClass).toBeGreaterThanOrEqual(cell?.faultsInjected ?? 1);
     }
   }, 300_000);
+});
+
+describe('the SQLite workload', () => {
+  it('issues appends to different sessions together, so the sweep steps through shared commits', async () => {
+    // Guards the group-commit coverage: without concurrent appends no SAVEPOINT step is swept.
+    const run = await runEngineOnce(sqliteDriver(), undefined);
+    expect(run.check.outcome.violations).toEqual([]);
+    // Two groups of three and two batches, each batch under its own savepoint.
+    expect(run.steps.filter((step) => step === 'SAVEPOINT')).toHaveLength(5);
+    const group = run.steps.indexOf('SAVEPOINT');
+    expect(run.steps.lastIndexOf('BEGIN IMMEDIATE', group)).toBeGreaterThan(-1);
+    expect(run.steps.slice(group, run.steps.indexOf('COMMIT', group))).toContain('INSERT sessions');
+  });
 });
 
 describe('errno classes as SQLite codes', () => {

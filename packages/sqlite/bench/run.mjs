@@ -4,7 +4,9 @@
 //   pnpm --filter @tidemark/sqlite bench
 //
 // Sizes (environment): BENCH_APPENDS (2000 one-event appends), BENCH_LOAD_EVENTS (100000),
-// BENCH_SESSIONS (10000), BENCH_SHORT (10), BENCH_LONG (1000). Writes bench-results/sqlite.json.
+// BENCH_SESSIONS (10000), BENCH_SHORT (10), BENCH_LONG (1000), BENCH_ROUNDS (7, interleaved rounds
+// of W1, W5 and CPU). BENCH_ONLY=append,w1,w5,cpu,load,list runs some sections only. Writes
+// bench-results/sqlite.json.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -12,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { openSqliteStore } from '../dist/index.js';
 import { eventChecksum } from '../dist/rows.js';
-import { connectionOf } from '../dist/store.js';
+import { cpuPerAppend, w1, w5 } from './workloads.mjs';
 
 const size = (name, fallback) => Number(process.env[name] ?? fallback);
 const APPENDS = size('BENCH_APPENDS', 2000);
@@ -20,6 +22,9 @@ const LOAD_EVENTS = size('BENCH_LOAD_EVENTS', 100_000);
 const SESSIONS = size('BENCH_SESSIONS', 10_000);
 const SHORT = size('BENCH_SHORT', 10);
 const LONG = size('BENCH_LONG', 1000);
+const ROUNDS = size('BENCH_ROUNDS', 7);
+const ONLY = process.env.BENCH_ONLY?.split(',');
+const wanted = (section) => ONLY === undefined || ONLY.includes(section);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-sqlite-bench-'));
@@ -84,7 +89,7 @@ function record(name, store, raw, goal, better) {
 // 1. Durable one-event appends vs raw single-row INSERT + COMMIT into the same events table.
 //    The shared disk is noisy (one fsync per commit on both sides), so the two alternate in many
 //    short rounds and the goal is judged on the median of the per-round rate ratios.
-{
+if (wanted('append')) {
   const store = await openSqliteStore({ path: join(work, 'append.db') });
   await store.create({ id: 'a' });
   const db = rawDb(join(work, 'append-raw.db'));
@@ -154,34 +159,14 @@ function record(name, store, raw, goal, better) {
   db.close();
 }
 
-// 1b. The same without fsync (synchronous=OFF on both sides): what the store adds in CPU per
-//     append (validation, summary upkeep, the sessions row and its two list indexes).
-{
-  const store = await openSqliteStore({ path: join(work, 'cpu.db'), durability: 'relaxed' });
-  connectionOf.get(store).pragma('synchronous = OFF');
-  await store.create({ id: 'a' });
-  const db = rawDb(join(work, 'cpu-raw.db'));
-  db.pragma('synchronous = OFF');
-  db.exec(
-    'CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, time TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) STRICT, WITHOUT ROWID',
-  );
-  const insert = db.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)');
-  const n = 5000;
-  let t = now();
-  for (let i = 0; i < n; i++) insert.run('a', i, 'tool/call', TIME, JSON.stringify(eventData(i)));
-  const rawUs = ((now() - t) * 1000) / n;
-  t = now();
-  for (let i = 0; i < n; i++)
-    await store.append('a', [{ seq: i, type: 'tool/call', time: TIME, data: eventData(i) }]);
-  const storeUs = ((now() - t) * 1000) / n;
-  cpu.rawAppendUs = Number(rawUs.toFixed(1));
-  cpu.storeAppendUs = Number(storeUs.toFixed(1));
-  await store.close();
-  db.close();
-}
+// 1b. W1 against a hand-written transaction of the same work, W5 (64 sessions at once) against
+//     one commit per append, and the CPU of an append without fsync (bench/workloads.mjs).
+if (wanted('w1')) results.push(await w1(work, { rounds: Math.max(5, ROUNDS * 3) }));
+if (wanted('w5')) results.push(await w5(work, { rounds: Math.max(5, ROUNDS) }));
+if (wanted('cpu')) Object.assign(cpu, await cpuPerAppend(work, { rounds: Math.max(5, ROUNDS) }));
 
 // 2. Load of one long session vs raw SELECT … ORDER BY seq + JSON.parse; best of 5 each.
-{
+if (wanted('load')) {
   const path = join(work, 'load.db');
   await generate(path, 1, LOAD_EVENTS);
   const store = await openSqliteStore({ path });
@@ -234,7 +219,7 @@ function record(name, store, raw, goal, better) {
 // Both databases are generated first and then listed in alternating rounds, so that both sides
 // meet the same machine (page cache, a noisy neighbour): measured one after the other, the ratio
 // swung from 0.45 to 1.85 between two runs of the same code.
-{
+if (wanted('list')) {
   const sides = {};
   for (const perSession of [SHORT, LONG]) {
     const path = join(work, `list-${perSession}.db`);
@@ -284,6 +269,7 @@ function record(name, store, raw, goal, better) {
 
 rmSync(work, { recursive: true, force: true });
 
+for (const r of results) r.pass ??= r.better === 'higher' ? r.ratio >= r.goal : r.ratio <= r.goal;
 const rows = results.map((r) => ({
   benchmark: r.name,
   store: r.store,
@@ -294,12 +280,13 @@ const rows = results.map((r) => ({
 }));
 console.table(rows);
 console.table(Object.entries(longest).map(([call, ms]) => ({ 'longest synchronous call': call, ms })));
-console.log(
-  `CPU per 1-event append without fsync: store ${cpu.storeAppendUs} µs, raw INSERT ${cpu.rawAppendUs} µs`,
-);
+if (wanted('cpu'))
+  console.log(
+    `CPU per 1-event append without fsync (medians): store ${cpu.storeAppendUs} µs, raw INSERT ${cpu.rawInsertUs} µs, hand-written transaction ${cpu.handWrittenTransactionUs} µs`,
+  );
 const out = join(here, '..', 'bench-results', 'sqlite.json');
 mkdirSync(dirname(out), { recursive: true });
-const sizes = { APPENDS, LOAD_EVENTS, SESSIONS, SHORT, LONG };
+const sizes = { APPENDS, LOAD_EVENTS, SESSIONS, SHORT, LONG, ROUNDS };
 writeFileSync(
   out,
   `${JSON.stringify({ when: new Date().toISOString(), node: process.version, sizes, results, longest, cpu }, null, 2)}\n`,

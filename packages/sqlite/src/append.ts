@@ -18,7 +18,7 @@ import {
   summaryAfterAppend,
 } from '@tidemark/core';
 import type { SqliteConnection } from './connection.js';
-import { appendError } from './errors.js';
+import { appendError, mapSqliteError, type SqliteErrorContext } from './errors.js';
 import {
   type AppendHeadRow,
   decodeAppendHead,
@@ -40,20 +40,29 @@ export function appendBatch(
   batch: readonly PreparedEvent[],
   reservation: Reservation | undefined,
 ): AppendResult {
-  const context = conn.context(`appending to session ${id}`, id, 'events');
   // Relaxed durability defers syncs to boundary events: a batch that closes a unit of work
   // commits with synchronous=FULL, whose WAL fsync also makes every earlier commit durable.
   const syncNow = conn.relaxed && batch.some((item) => conn.isBoundary(item.event));
   const write = () =>
-    conn.transaction('write', context, () => appendInTransaction(conn, id, batch, reservation));
+    conn.transactionUnmapped('write', id, () => appendInTransaction(conn, id, batch, reservation));
   try {
-    return syncNow ? conn.durably(context, write) : write();
+    return syncNow ? conn.durably(appendContext(conn, id), write) : write();
   } catch (error) {
-    throw appendError(error, id);
+    // The error context is built only on failure: the common path allocates none of its strings.
+    throw appendError(mapSqliteError(error, appendContext(conn, id)), id);
   }
 }
 
-function appendInTransaction(
+/** The error context of an append to session `id`. */
+export function appendContext(conn: SqliteConnection, id: string): SqliteErrorContext {
+  return conn.context(`appending to session ${id}`, id, 'events');
+}
+
+/**
+ * The writes of one append inside an open write transaction (its own, or a group commit's
+ * savepoint). Throws as {@link appendBatch} does, with driver errors unmapped.
+ */
+export function appendInTransaction(
   conn: SqliteConnection,
   id: string,
   batch: readonly PreparedEvent[],
@@ -61,7 +70,7 @@ function appendInTransaction(
 ): AppendResult {
   // One query for the summary fields an append changes and the last stored seq.
   conn.step('SELECT sessions', id);
-  const row = conn.stmts.appendHead.get({ id }) as AppendHeadRow | undefined;
+  const row = conn.stmts.appendHead.get(id) as AppendHeadRow | undefined;
   if (row === undefined) {
     // Also with a reservation: its first batch would otherwise collide with the orphaned rows.
     conn.assertNoOrphanEvents(id);
@@ -116,14 +125,14 @@ function updateSessionRow(
 ): void {
   const next = summaryAfterAppend(summary, appended, conn.isBoundary, nextUpdatedAt(summary.updatedAt, now));
   conn.step('UPDATE sessions', id);
-  conn.stmts.updateAfterAppend.run({
+  conn.stmts.updateAfterAppend.run(
+    next.updatedAt,
+    next.eventCount,
+    next.committedSeq,
+    next.interrupted ? 1 : 0,
+    next.firstPrompt ?? null,
     id,
-    updated_at: next.updatedAt,
-    event_count: next.eventCount,
-    committed_seq: next.committedSeq,
-    interrupted: next.interrupted ? 1 : 0,
-    first_prompt: next.firstPrompt ?? null,
-  });
+  );
 }
 
 function insertEvents(conn: SqliteConnection, id: string, batch: readonly PreparedEvent[]): void {

@@ -69,28 +69,36 @@ export class SqliteConnection {
    */
   transaction<T>(mode: 'read' | 'write', context: SqliteErrorContext, work: () => T): T {
     try {
-      // A failed ROLLBACK earlier may have left a transaction open; never nest into it.
-      this.settle();
-      this.step(mode === 'write' ? 'BEGIN IMMEDIATE' : 'BEGIN', context.sessionId);
-      (mode === 'write' ? this.stmts.beginImmediate : this.stmts.begin).run();
+      return this.transactionUnmapped(mode, context.sessionId, work);
     } catch (error) {
       throw mapSqliteError(error, context);
     }
+  }
+
+  /**
+   * {@link transaction} leaving the error as it was thrown, for a caller that maps it once per
+   * session concerned (a group commit).
+   */
+  transactionUnmapped<T>(mode: 'read' | 'write', id: string | undefined, work: () => T): T {
+    // A failed ROLLBACK earlier may have left a transaction open; never nest into it.
+    this.settle();
+    this.step(mode === 'write' ? 'BEGIN IMMEDIATE' : 'BEGIN', id);
+    (mode === 'write' ? this.stmts.beginImmediate : this.stmts.begin).run();
     try {
       const result = work();
-      this.step('COMMIT', context.sessionId);
+      this.step('COMMIT', id);
       this.stmts.commit.run();
       return result;
     } catch (error) {
       if (this.db.inTransaction) {
         try {
-          this.step('ROLLBACK', context.sessionId);
+          this.step('ROLLBACK', id);
           this.stmts.rollback.run();
         } catch {
           // The original error says more; the next call retries the rollback (settle).
         }
       }
-      throw mapSqliteError(error, context);
+      throw error;
     }
   }
 

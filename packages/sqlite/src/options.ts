@@ -18,7 +18,7 @@ export interface SqliteStoreOptions extends StoreOptions {
   /**
    * Testing and fault-injection hook (used by `@tidemark/faults`): called before every statement
    * the store executes — each `BEGIN`/`BEGIN IMMEDIATE`, `SELECT`, `INSERT`, `UPDATE`, `DELETE`,
-   * `COMMIT`, `ROLLBACK` and pragma, and the steps of opening and migrating the database — with the
+   * `COMMIT`, `ROLLBACK`, `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` and pragma, and the steps of opening and migrating the database — with the
    * step's name (see {@link SqliteStorageStep}) and the session concerned, if any. Whatever it
    * throws takes the path a driver error would: the transaction is rolled back and the error is
    * mapped by `mapSqliteError`, so an object with `code: 'SQLITE_IOERR'` (`SQLITE_FULL`,
@@ -42,6 +42,9 @@ export type SqliteStorageStep =
   | 'BEGIN IMMEDIATE'
   | 'COMMIT'
   | 'ROLLBACK'
+  | 'SAVEPOINT'
+  | 'RELEASE'
+  | 'ROLLBACK TO'
   | 'CREATE TABLE'
   | 'SELECT sessions'
   | 'INSERT sessions'

@@ -28,11 +28,14 @@ export interface Statements {
   beginImmediate: Statement;
   commit: Statement;
   rollback: Statement;
+  savepoint: Statement;
+  release: Statement;
+  rollbackTo: Statement;
   getSession: Statement<[string], SessionRow>;
   hasSession: Statement<[string], number>;
   updatedAtOf: Statement<[string], unknown>;
-  appendHead: Statement<[{ id: string }]>;
-  updateAfterAppend: Statement;
+  appendHead: Statement<[string]>;
+  updateAfterAppend: Statement<[string, number, number, number, string | null, string]>;
   insertSession: Statement;
   updateSummary: Statement;
   deleteSession: Statement<[string]>;
@@ -54,6 +57,11 @@ function transactionStatements(db: Database.Database) {
     beginImmediate: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
     rollback: db.prepare('ROLLBACK'),
+    // One name serves every batch of a group commit: a batch's savepoint is released or rolled
+    // back before the next batch opens its own.
+    savepoint: db.prepare('SAVEPOINT batch'),
+    release: db.prepare('RELEASE batch'),
+    rollbackTo: db.prepare('ROLLBACK TO batch'),
   };
 }
 
@@ -62,15 +70,17 @@ function sessionStatements(db: Database.Database) {
     getSession: db.prepare<[string], SessionRow>(`${SUMMARY_SELECT} WHERE id = ?`),
     hasSession: db.prepare<[string], number>('SELECT 1 FROM sessions WHERE id = ?').pluck(),
     updatedAtOf: db.prepare<[string], unknown>('SELECT updated_at FROM sessions WHERE id = ?').pluck(),
+    // The statements of every append bind by position: cheaper than looking up named parameters
+    // in an object, on the hottest path of the store.
     appendHead: db
-      .prepare<[{ id: string }]>(
+      .prepare<[string]>(
         `SELECT updated_at, event_count, committed_seq, interrupted, first_prompt,
-           (SELECT max(seq) FROM events WHERE session_id = @id) FROM sessions WHERE id = @id`,
+           (SELECT max(seq) FROM events WHERE session_id = sessions.id) FROM sessions WHERE id = ?`,
       )
       .raw(),
-    updateAfterAppend: db.prepare(
-      `UPDATE sessions SET updated_at = @updated_at, event_count = @event_count, committed_seq = @committed_seq,
-        interrupted = @interrupted, first_prompt = @first_prompt WHERE id = @id`,
+    updateAfterAppend: db.prepare<[string, number, number, number, string | null, string]>(
+      `UPDATE sessions SET updated_at = ?, event_count = ?, committed_seq = ?, interrupted = ?, first_prompt = ?
+       WHERE id = ?`,
     ),
     insertSession: db.prepare(
       `INSERT INTO sessions (id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,

@@ -1,7 +1,8 @@
 // The SQLite backend: every operation is one short synchronous transaction on one better-sqlite3
 // connection, run inside an async method (see README: "Sync driver, async store"). Nothing awaits
 // inside a transaction, so two calls of one instance never interleave; other instances and
-// processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE).
+// processes are serialized by SQLite's own write lock (BEGIN IMMEDIATE). Appends to different
+// sessions that arrive together share one transaction (group commit, group-commit.ts).
 //
 // The rules every backend shares (arguments, CLOSED, per-session order, reservations of created
 // but not yet stored sessions) are SessionStoreBase's; this class only hands each storage hook to
@@ -28,8 +29,8 @@ import {
   type VerifyReport,
 } from '@tidemark/core';
 import type Database from 'better-sqlite3';
-import { appendBatch } from './append.js';
 import { SqliteConnection } from './connection.js';
+import { AppendGroups } from './group-commit.js';
 import { openDatabase } from './open.js';
 import { type SqliteStoreOptions, validateOptions } from './options.js';
 import { hasSession, listPage, loadSession, readEvents } from './read.js';
@@ -61,6 +62,7 @@ export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMa
 export class SqliteStore extends SessionStoreBase {
   protected readonly formatVersion = SQLITE_SCHEMA_VERSION;
   private readonly conn: SqliteConnection;
+  private readonly appends: AppendGroups;
 
   /** @internal Use {@link openSqliteStore}: `db` is an open, migrated connection to `options.path`. */
   constructor(options: SqliteStoreOptions, db: Database.Database, internals: StoreInternals) {
@@ -72,6 +74,7 @@ export class SqliteStore extends SessionStoreBase {
       options.beforeStorageStep,
       internals.fsync,
     );
+    this.appends = new AppendGroups(this.conn);
   }
 
   protected async storageHas(id: string): Promise<boolean> {
@@ -84,7 +87,8 @@ export class SqliteStore extends SessionStoreBase {
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
   ): Promise<AppendResult> {
-    return appendBatch(this.conn, id, batch, reservation);
+    // Appends to different sessions issued together share one commit (group-commit.ts).
+    return this.appends.append(id, batch, reservation);
   }
 
   protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
