@@ -18,6 +18,8 @@ export default {
       'test/reservations.test.ts',
       'test/text.test.ts',
       'test/base-store.test.ts',
+      'test/argument-validation.test.ts',
+      'test/value-rules.test.ts',
     ],
   },
 };
