@@ -6,15 +6,19 @@ import { MARK_BYTES, MarkKeeper, markMatches } from '../src/mark.js';
 import { ev } from './helpers.js';
 import { batchLines, headerLine } from './logs.js';
 
-const log = Buffer.from(
-  headerLine() +
-    batchLines([ev(0)]) +
-    batchLines([ev(1), ev(2, 'turn/end', { text: 'x'.repeat(300) })]) +
-    batchLines([ev(3, 'turn/end', { text: 'y' })]),
-  'utf8',
-);
+// Built inside each test, not at collection: code run at collection counts as "static" for
+// mutation testing (pnpm mutate), which then runs every test for each such mutant.
+function theLog(): Buffer {
+  return Buffer.from(
+    headerLine() +
+      batchLines([ev(0)]) +
+      batchLines([ev(1), ev(2, 'turn/end', { text: 'x'.repeat(300) })]) +
+      batchLines([ev(3, 'turn/end', { text: 'y' })]),
+    'utf8',
+  );
+}
 
-function markAfter(chunkSize: number, bytes: Uint8Array = log) {
+function markAfter(chunkSize: number, bytes: Uint8Array = theLog()) {
   const scanner = new LogScanner();
   const keeper = new MarkKeeper();
   for (let position = 0; position < bytes.length; position += chunkSize) {
@@ -26,6 +30,7 @@ function markAfter(chunkSize: number, bytes: Uint8Array = log) {
 
 describe('MarkKeeper', () => {
   it('keeps the last bytes of the last committed batch, for every chunk size', () => {
+    const log = theLog();
     for (const size of [1, 2, 7, 18, 63, 64, 65, 100, 333, log.length]) {
       const mark = markAfter(size).mark!;
       expect(mark.offset).toBe(log.length);
@@ -36,6 +41,7 @@ describe('MarkKeeper', () => {
   });
 
   it('has no mark before a batch is committed, and ignores a torn end', () => {
+    const log = theLog();
     expect(markAfter(10, Buffer.from(headerLine(), 'utf8')).mark).toBeUndefined();
     const torn = Buffer.concat([log, Buffer.from('{"seq":4,"type":"x"')]);
     for (const size of [1, 5, 64, torn.length]) expect(markAfter(size, torn).mark!.offset).toBe(log.length);
@@ -48,6 +54,7 @@ describe('MarkKeeper', () => {
   });
 
   it('rewinds to the mark, with its tail as the bytes before the next chunk', () => {
+    const log = theLog();
     const keeper = markAfter(37);
     expect(keeper.rewind()).toBe(log.length);
     const more = Buffer.from(batchLines([ev(4, 'turn/end')]), 'utf8');

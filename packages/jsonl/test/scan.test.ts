@@ -118,29 +118,37 @@ describe('scanLog', () => {
     });
   });
 
-  const committed = logOf([b0]);
-  const next = Buffer.from(batchLines(b1), 'utf8');
-  const tails: [string, Buffer, string][] = [
-    ['torn line (a batch cut inside its first line)', next.subarray(0, 30), 'partial-line'],
-    ['a valid line without its newline', next.subarray(0, next.indexOf(10)), 'no-newline'],
-    ['closing line without newline', Buffer.from(batchLines(b2).trimEnd()), 'no-newline'],
-    ['NUL-filled tail', Buffer.alloc(300), 'nul'],
-    ['NUL line with newline', Buffer.from('\0\0\0\0\n'), 'nul'],
-    ['garbage tail', Buffer.from('qwertyuiop\nasdf\n'), 'garbage'],
+  // Logs are built inside each test, not while the file is collected: code run at collection
+  // counts as "static" for mutation testing (pnpm mutate), which then runs every test per mutant.
+  const committedLog = () => logOf([b0]);
+  const nextBatch = () => Buffer.from(batchLines(b1), 'utf8');
+  const tails: [string, (next: Buffer) => Buffer, string][] = [
+    ['torn line (a batch cut inside its first line)', (next) => next.subarray(0, 30), 'partial-line'],
+    ['a valid line without its newline', (next) => next.subarray(0, next.indexOf(10)), 'no-newline'],
+    ['closing line without newline', () => Buffer.from(batchLines(b2).trimEnd()), 'no-newline'],
+    ['NUL-filled tail', () => Buffer.alloc(300), 'nul'],
+    ['NUL line with newline', () => Buffer.from('\0\0\0\0\n'), 'nul'],
+    ['garbage tail', () => Buffer.from('qwertyuiop\nasdf\n'), 'garbage'],
     [
       'partial batch (complete lines, closing line missing)',
-      next.subarray(0, next.lastIndexOf(10, next.length - 2) + 1),
+      (next) => next.subarray(0, next.lastIndexOf(10, next.length - 2) + 1),
       'partial-batch',
     ],
-    ['partial batch then zeros', cat(next.subarray(0, next.indexOf(10) + 1), Buffer.alloc(64)), 'nul'],
+    [
+      'partial batch then zeros',
+      (next) => cat(next.subarray(0, next.indexOf(10) + 1), Buffer.alloc(64)),
+      'nul',
+    ],
     [
       'first line zeroed, later lines of the same batch intact (ALICE)',
-      cat(Buffer.alloc(next.indexOf(10)), next.subarray(next.indexOf(10))),
+      (next) => cat(Buffer.alloc(next.indexOf(10)), next.subarray(next.indexOf(10))),
       'nul',
     ],
   ];
-  for (const [name, tail, reason] of tails) {
+  for (const [name, tailOf, reason] of tails) {
     it(`torn tail: ${name}`, () => {
+      const committed = committedLog();
+      const tail = tailOf(nextBatch());
       const report = scanLog(cat(committed, tail));
       expect(report.problem).toBeUndefined();
       expect(report.batches.map((b) => b.events.map((e) => e.seq))).toEqual([[0, 1]]);
@@ -198,21 +206,27 @@ describe('scanLog', () => {
 });
 
 describe('settleTear', () => {
-  const torn = logOf([evs(0, 1, true)]);
-  const end = scanLog(Buffer.concat([torn, Buffer.from('{"seq":1,"ty')]));
+  // Built per test, not at collection: see `committedLog` above.
+  const tornLog = () => {
+    const torn = logOf([evs(0, 1, true)]);
+    return { torn, end: scanLog(Buffer.concat([torn, Buffer.from('{"seq":1,"ty')])) };
+  };
   it('leaves a tear past the committed size, or with no committed size known, a tail', () => {
+    const { torn, end } = tornLog();
     expect(end.torn).toMatchObject({ offset: torn.length });
     expect(settleTear(end, undefined)).toBe(end);
     expect(settleTear(end, torn.length)).toBe(end);
     expect(settleTear(end, torn.length - 1)).toBe(end);
   });
   it('makes a tear inside the committed size CORRUPT at its offset', () => {
+    const { torn, end } = tornLog();
     const settled = settleTear(end, torn.length + 5);
     expect(settled.torn).toBeUndefined();
     expect(settled.problem).toMatchObject({ kind: 'corrupt', offset: torn.length, seq: 1 });
     expect(settled.committedBytes).toBe(end.committedBytes);
   });
   it('leaves an end without a tear, or already corrupt, as it is', () => {
+    const { torn } = tornLog();
     const whole = scanLog(torn);
     expect(settleTear(whole, 10_000)).toBe(whole);
   });

@@ -1,0 +1,4 @@
+// Mutation testing of the JSONL line format and the log scanner; `pnpm mutate`.
+import { strykerPreset } from '../../tooling/stryker.mjs';
+
+export default strykerPreset({ mutate: ['src/format.ts', 'src/scan.ts'] });
