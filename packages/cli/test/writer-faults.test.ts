@@ -1,6 +1,6 @@
 // The write path over a real backend under injected storage faults: SessionWriter on the JSONL
 // store, over memfs wrapped by the harness's FaultyFs. For every storage operation N of the
-// workload, operation N fails once (EIO, then ENOSPC); the invariants of SPEC §7 must hold.
+// workload, operation N fails once (EIO, then ENOSPC); the invariants of contract §7 must hold.
 import { isTidemarkError, type SessionStore, SessionWriter } from '@tidemark/core';
 import { FaultyFs, memfsFileSystem } from '@tidemark/faults';
 import { openJsonlStore } from '@tidemark/jsonl';

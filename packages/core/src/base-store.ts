@@ -54,7 +54,7 @@ export function validateRepairOptions(options: unknown): Required<RepairOptions>
 }
 
 /**
- * The base of every backend. It owns the rules of SPEC §4 that do not depend on storage; a backend
+ * The base of every backend. It owns the rules of contract §4 that do not depend on storage; a backend
  * implements the protected `storage*` hooks. Each hook is called with validated arguments, on an
  * open store, and (except `storageHas`, `storageList` and `storageVerify`) inside
  * {@link SessionStoreBase.exclusive} for its session. Hooks reject only with `TidemarkError`s.

@@ -6,7 +6,7 @@
  * `NOT_FOUND` is reserved for a session that truly does not exist.
  */
 
-/** The codes of SPEC §3. */
+/** The codes of contract §3. */
 export type TidemarkErrorCode =
   | 'NOT_FOUND'
   | 'ALREADY_EXISTS'

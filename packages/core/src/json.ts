@@ -12,9 +12,9 @@ export interface JsonLimits {
   maxDepth?: number;
 }
 
-/** Default nesting limit of SPEC §2. */
+/** Default nesting limit of contract §2. */
 export const DEFAULT_MAX_DEPTH = 256;
-/** Default limit of one serialized event, SPEC §2: 16 MiB. */
+/** Default limit of one serialized event, contract §2: 16 MiB. */
 export const DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024;
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;

@@ -12,7 +12,7 @@ export interface Reservation {
 }
 
 /**
- * The pending sessions of one store instance. Reservations are per instance by design (SPEC §4):
+ * The pending sessions of one store instance. Reservations are per instance by design (contract §4):
  * another instance does not see them, and closing the store discards them.
  */
 export class Reservations {

@@ -1,4 +1,4 @@
-// resume and fork (SPEC §8): continue a session where its durable log ends, or branch a new
+// resume and fork (contract §8): continue a session where its durable log ends, or branch a new
 // session off a prefix of another. Both only use the public SessionStore contract.
 import { isTidemarkError, TidemarkError, toIoError } from './errors.js';
 import type { SessionEvent } from './event.js';

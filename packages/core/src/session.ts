@@ -249,7 +249,7 @@ export type AppendPlan =
   | { kind: 'compare'; fromSeq: number; toSeq: number };
 
 /**
- * Applies the seq rules of SPEC §4 to a validated batch: first seq equal to the stored next seq →
+ * Applies the seq rules of contract §4 to a validated batch: first seq equal to the stored next seq →
  * write; wholly inside the stored range → a possible idempotent retry, to compare; anything else →
  * CONFLICT.
  */

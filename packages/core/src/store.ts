@@ -165,7 +165,7 @@ export interface StoreOptions {
 }
 
 /**
- * The contract every tidemark backend keeps (SPEC §4). Every method rejects only with a
+ * The contract every tidemark backend keeps (contract §4). Every method rejects only with a
  * `TidemarkError`. A storage fault is an error, never absence and never loss.
  */
 export interface SessionStore {

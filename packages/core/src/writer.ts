@@ -1,4 +1,4 @@
-// The write path of SPEC §8: a SessionWriter turns single events into group-committed batches
+// The write path of contract §8: a SessionWriter turns single events into group-committed batches
 // over any SessionStore. It never drops an event it accepted: a failed append keeps the buffer,
 // and the retry re-sends exactly the same batch so that the store's idempotent-retry rule
 // absorbs an append that committed but whose answer was lost.

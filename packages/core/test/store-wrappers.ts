@@ -1,5 +1,5 @@
 // Test doubles around a real store: they fail, lose answers or hold appends, to drive the writer
-// through the faults of SPEC §8. The reference backend is imported by relative path because core
+// through the faults of contract §8. The reference backend is imported by relative path because core
 // cannot depend on @tidemark/memory (which depends on core).
 
 import { openMemoryStore } from '../../memory/src/index.js';

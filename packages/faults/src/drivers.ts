@@ -201,7 +201,7 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     name: 'sqlite',
     kind: 'engine',
     injectsSteps: true,
-    // Group commit (SPEC §6.5): appends to different sessions issued together share a commit, so
+    // Group commit (contract §6.5): appends to different sessions issued together share a commit, so
     // the step sweep and the SIGKILL writer issue them together.
     workload: GROUP_COMMIT_WORKLOAD,
     async create() {

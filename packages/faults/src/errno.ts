@@ -1,6 +1,6 @@
 import { constants } from 'node:os';
 
-/** The errno classes every error sweep injects (SPEC §7.1). */
+/** The errno classes every error sweep injects (contract §7.1). */
 export const SWEEP_ERRNOS = [
   'ENOTDIR',
   'EACCES',

@@ -13,7 +13,7 @@ export interface HarnessOptions {
    */
   quick?: boolean;
   /**
-   * Errnos injected once at every operation (default: all of SPEC §7.1, or the quick set; engine
+   * Errnos injected once at every operation (default: all of contract §7.1, or the quick set; engine
    * drivers get EBUSY besides).
    */
   errnos?: readonly ErrnoName[];
@@ -60,7 +60,7 @@ async function runServerFaults(
 }
 
 /**
- * Puts one or more backends through the storage-fault harness (SPEC §7): error sweeps, crash sweeps
+ * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
  * report; `report.failures` is empty when every cell passed.
  *

@@ -1,6 +1,6 @@
 /**
  * @packageDocumentation
- * The storage-fault harness of tidemark (SPEC §7): FaultyFs (errno errors, short writes, slow
+ * The storage-fault harness of tidemark (contract §7): FaultyFs (errno errors, short writes, slow
  * syncs), CrashFs (power loss), error and crash sweeps, real faults, a report matrix, and server
  * faults for PostgreSQL (a TCP fault proxy, a private cluster, server actions, statement faults).
  */

@@ -1,7 +1,7 @@
 import type { SessionEvent } from '@tidemark/core';
 import { canonicalEvent, sessionId } from './workload.js';
 
-/** What went wrong, in the terms of SPEC §7.4. */
+/** What went wrong, in the terms of contract §7.4. */
 export type ViolationKind =
   /** A call rejected with something other than a TidemarkError. */
   | 'untyped-error'

@@ -374,7 +374,7 @@ async function killLoop(
 }
 
 /**
- * Real faults on the real file system and engine (SPEC §7.3): a file as parent (ENOTDIR), a child
+ * Real faults on the real file system and engine (contract §7.3): a file as parent (ENOTDIR), a child
  * with an unprivileged uid (EACCES), SIGKILL of a child writer, and the driver's own cases
  * (corruption, truncation, locks, a full database). Child processes run the built `dist`.
  */

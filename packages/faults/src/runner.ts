@@ -290,7 +290,7 @@ async function appendWithRetry(
     if (!session.inDoubt.some((b) => b.length === batch.length && b.every((e, i) => e === batch[i])))
       session.inDoubt.push(batch);
     if (options.checkFailedAppend && attempt === 0) {
-      // SPEC §4: a failed append leaves the log as it was. The fault is spent, so look now.
+      // contract §4: a failed append leaves the log as it was. The fault is spent, so look now.
       const loaded = await check.attempt(`load(${session.id}) after a failed append`, () =>
         store.load(session.id),
       );
@@ -336,7 +336,7 @@ export interface VerifyOptions {
 }
 
 /**
- * The invariants after the fault is lifted and the store reopened (SPEC §7.4): every acknowledged
+ * The invariants after the fault is lifted and the store reopened (contract §7.4): every acknowledged
  * batch present byte for byte, nothing unacknowledged presented, no false absence, and the store
  * takes the next append.
  */
@@ -394,7 +394,7 @@ export async function verifyAfterLift(
   const page = await check.attempt('list after lift', () => store.list());
   if (page.ok) {
     checkList(check, model, page.value, undefined, true, options.crash);
-    // SPEC §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
+    // contract §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
     const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
     for (const summary of page.value.sessions) {
       // An acknowledged update is a write like an append: it must survive the fault (and a failed

@@ -331,7 +331,7 @@ export function crashReplayId(point: CrashPoint, stateIndex: number): string {
   return `crash:${point.afterOp}:${stateIndex}`;
 }
 
-/** Reopens the store on one crash state and checks the invariants (SPEC §7.4). */
+/** Reopens the store on one crash state and checks the invariants (contract §7.4). */
 export async function checkCrashState(
   driver: FsHarnessDriver,
   state: CrashState,

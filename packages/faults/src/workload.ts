@@ -57,7 +57,7 @@ export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
 ];
 
 /**
- * {@link AGENT_WORKLOAD} with appends to different sessions issued at once (SPEC §6.5 group
+ * {@link AGENT_WORKLOAD} with appends to different sessions issued at once (contract §6.5 group
  * commit): the step sweep then fails every statement of a shared commit, the first batch of a
  * session among them, and each batch must still be all or nothing on its own.
  */

@@ -1,5 +1,5 @@
 // Special files planted inside the store tree (a FIFO, a link to an endless device) must give a
-// typed error or a problem entry, never a hang or an endless read (SPEC §5).
+// typed error or a problem entry, never a hang or an endless read (contract §5).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Small file helpers with the permissions of SPEC §5: directories 0700, files 0600, replacement
+// Small file helpers with the permissions of contract §5: directories 0700, files 0600, replacement
 // through an exclusive temp file + fsync + rename + directory fsync, so that a crash leaves the
 // old or the new file, never a broken one.
 import { randomBytes } from 'node:crypto';

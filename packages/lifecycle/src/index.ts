@@ -1,6 +1,6 @@
 /**
  * @packageDocumentation
- * Session lifecycle for tidemark (SPEC §8): active-session pointers per project, prune into a
+ * Session lifecycle for tidemark (contract §8): active-session pointers per project, prune into a
  * trash with a grace period, restore and purge, an append-only audit log, and verified,
  * resumable copying of sessions between any two stores.
  */

@@ -1,4 +1,4 @@
-// The session lifecycle of SPEC §8 over any two SessionStores: the main store and a trash store.
+// The session lifecycle of contract §8 over any two SessionStores: the main store and a trash store.
 // Nothing is destroyed before the grace period: prune and delete move sessions into the trash
 // (copy, verify, record, then delete from the main store), restore moves them back.
 import { randomBytes } from 'node:crypto';

@@ -16,7 +16,7 @@ afterEach(async () => {
   await rm(home, { recursive: true, force: true });
 });
 
-/** A store whose `list` cannot describe `unreadable`: it reports it in `problems`, as SPEC §4 asks. */
+/** A store whose `list` cannot describe `unreadable`: it reports it in `problems`, as contract §4 asks. */
 function withUnreadable(store: SessionStore, unreadable: string): SessionStore {
   return {
     create: (init) => store.create(init),

@@ -1,4 +1,4 @@
-// Listings over several pages: a backend may report a problem on every page (SPEC §4), and the
+// Listings over several pages: a backend may report a problem on every page (contract §4), and the
 // lifecycle reports it once.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Maps pg failures onto the error codes of SPEC §3. Pure: no I/O, so every branch is tested
+// Maps pg failures onto the error codes of contract §3. Pure: no I/O, so every branch is tested
 // directly. The rule: a storage fault is an error, never absence and never loss — no SQLSTATE is
 // ever turned into NOT_FOUND here (a missing table, 42P01, is IO: the store is broken, not empty).
 import { errnoOf, isRetryableCode, isTidemarkError, TidemarkError } from '@tidemark/core';

@@ -1,4 +1,4 @@
-// Maps better-sqlite3 failures onto the error codes of SPEC §3. Pure: no I/O, so every branch is
+// Maps better-sqlite3 failures onto the error codes of contract §3. Pure: no I/O, so every branch is
 // tested directly. The rule: a storage fault is an error, never absence and never loss — so no
 // driver code is ever turned into NOT_FOUND here.
 import {

@@ -69,7 +69,7 @@ function configure(db: Database.Database, o: SqliteStoreOptions): void {
 
 /**
  * Creates the database file 0600 (and its directory 0700) when it is missing, and refuses a
- * symbolic link at the path: writes never follow a planted link (SPEC §5). An existing file is
+ * symbolic link at the path: writes never follow a planted link (contract §5). An existing file is
  * left to SQLite, so a path under a regular file fails as SQLITE_CANTOPEN.
  */
 function prepareFile(file: string): { lstatError?: unknown } {

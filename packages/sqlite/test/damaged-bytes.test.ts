@@ -1,4 +1,4 @@
-// Arbitrary bytes in the database file (SPEC §5): every call answers truthfully or rejects with a
+// Arbitrary bytes in the database file (contract §5): every call answers truthfully or rejects with a
 // typed error; nothing crashes untyped or hangs. Seeded, so a failure replays.
 import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

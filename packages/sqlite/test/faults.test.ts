@@ -1,4 +1,4 @@
-// Real faults on the real file system and engine (SPEC §7.3). Each test ends with the invariants:
+// Real faults on the real file system and engine (contract §7.3). Each test ends with the invariants:
 // a typed error or success, no false absence, no acknowledged event lost, the store still writable.
 import { closeSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';

@@ -78,7 +78,7 @@ export async function rejectsWith(promise: Promise<unknown>, code: TidemarkError
 }
 
 /**
- * The invariants of SPEC §7.4 after a fault is lifted: the session is present (no false absence),
+ * The invariants of contract §7.4 after a fault is lifted: the session is present (no false absence),
  * holds every acknowledged event unchanged and nothing past a partial batch, and takes the next
  * append.
  */

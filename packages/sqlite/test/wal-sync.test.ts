@@ -1,4 +1,4 @@
-// durability: 'relaxed' ends its loss window at close() (SPEC §4) even while another connection
+// durability: 'relaxed' ends its loss window at close() (contract §4) even while another connection
 // keeps the database open: only the last connection's close checkpoints and syncs the WAL, so
 // close() fsyncs the `-wal` file itself. No test can cut the power, so these observe the fsync.
 import { fstatSync, fsyncSync, statSync, writeFileSync } from 'node:fs';

@@ -85,7 +85,7 @@ export function harnessPool(config: pg.PoolConfig): pg.Pool {
   return pool;
 }
 
-/** Reopens the store directly after the fault was lifted and checks SPEC §7.4's invariants. */
+/** Reopens the store directly after the fault was lifted and checks contract §7.4's invariants. */
 export async function reopenAndVerifyPg(
   env: PgEnv,
   schema: string,
