@@ -2,7 +2,7 @@
 // destroying a client that saw a connection fault or timeout, checked COMMITs, bounded retries of
 // 40001/40P01, and a step hook for fault injection.
 import { TidemarkError } from '@tidemark/core';
-import pg from 'pg';
+import type pg from 'pg';
 import { isConnectionFault, isTransientConflict, mapPgError, type PgErrorContext } from './errors.js';
 
 /** Names of the statements the store runs, passed to {@link Connections.beforeStatement}. */
@@ -62,9 +62,8 @@ export interface Session {
    */
   rows(step: PostgresStep, text: string, values?: unknown[], name?: string): Promise<TextRow[]>;
   /**
-   * Like {@link Session.rows}, but hands each row to `onRow` as it arrives, so decoding overlaps
-   * the transfer of the rest. The first error `onRow` throws rejects once the result has ended
-   * (the connection stays usable); later rows are then skipped.
+   * Like {@link Session.rows}, but hands each row to `onRow` in turn; the first error `onRow`
+   * throws rejects.
    */
   eachRow(
     step: PostgresStep,
@@ -183,9 +182,14 @@ export class Connections {
           return (await client.query(config)).rows as TextRow[];
         }),
       eachRow: (step, { text, name }, values, onRow) =>
-        run(step, () =>
-          streamRows(client, { text, name, values, rowMode: 'array', types: TEXT_TYPES }, onRow),
-        ),
+        run(step, async () => {
+          // Collected, then handed over: a streamed pg.Query (a submittable) gets no query_timeout
+          // from pg, so a connection that stalled mid-result (a blackholed or half-cut network)
+          // hung a load forever; the plain query path times out and errors.
+          const config: pg.QueryArrayConfig = { text, name, values, rowMode: 'array', types: TEXT_TYPES };
+          const rows = (await client.query(config)).rows as TextRow[];
+          for (const row of rows) onRow(row);
+        }),
       discard(reason: unknown) {
         state.faults.push(reason);
       },
@@ -280,29 +284,6 @@ export class Connections {
       client.release();
     }
   }
-}
-
-function streamRows(
-  client: pg.PoolClient,
-  config: pg.QueryArrayConfig,
-  onRow: (row: TextRow) => void,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    // With a 'row' listener and no callback, pg hands rows over without collecting them.
-    const query = new pg.Query(config);
-    let failure: { error: unknown } | undefined;
-    query.on('row', (row: TextRow) => {
-      if (failure !== undefined) return;
-      try {
-        onRow(row);
-      } catch (error) {
-        failure = { error };
-      }
-    });
-    query.on('error', reject);
-    query.on('end', () => (failure === undefined ? resolve() : reject(failure.error)));
-    client.query(query);
-  });
 }
 
 /**
