@@ -34,7 +34,12 @@ export interface TypedErrorRecord {
 
 /** A workload step as the report names it: its 1-based index, operation and session key. */
 export function describeStep(step: WorkloadStep, index: number): string {
-  const target = step.kind === 'list' ? (step.cwd ?? '') : step.key;
+  const target =
+    step.kind === 'list'
+      ? (step.cwd ?? '')
+      : step.kind === 'appendTogether'
+        ? step.appends.map((a) => a.key).join(',')
+        : step.key;
   return `#${index + 1} ${step.kind}(${target})`;
 }
 
