@@ -263,6 +263,107 @@ function writerRequest(real: RealFaultSupport, location: string, sessions: numbe
   };
 }
 
+type ChildRun = ReturnType<typeof startChild>;
+/** The writer's last append attempt per session key, and whether it was acknowledged. */
+type LastTries = Map<string, { from: number; count: number; acked: boolean }>;
+
+/**
+ * Kills writer `k` at a random instant; false when it never became ready though it was meant to.
+ * Every fourth kill lands during start-up, every fourth a random time after ready, the rest after
+ * a random number of acknowledgements.
+ */
+async function killWriterAtRandom(run: ChildRun, k: number): Promise<boolean> {
+  if (k % 4 === 3) {
+    // Start-up: module loading, open, lock takeover, tail repair.
+    const early = new Promise<void>((resolve) => setTimeout(resolve, 40 + Math.random() * 120));
+    const ready = await Promise.race([early.then(() => false), run.waitFor('ready')]);
+    if (ready) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+    run.child.kill('SIGKILL');
+    return true; // killed on purpose, ready or not
+  }
+  const ready = await run.waitFor('ready');
+  if (ready && k % 4 === 0) {
+    // A random instant from start-up on: often inside a session's first append (its publish).
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
+    run.child.kill('SIGKILL');
+  } else if (ready) {
+    // Inside the append loop, counted in acknowledgements rather than milliseconds, so a slow
+    // disk (fsync under a loaded CI machine) still gets batches acknowledged before the kill.
+    // The short random delay lands the kill anywhere in the next append or two.
+    await run.waitFor('ack', 1 + Math.floor(Math.random() * 16));
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+    run.child.kill('SIGKILL');
+  }
+  return ready;
+}
+
+/** Folds the killed writer's report lines into the acknowledged ends; returns its acknowledgements. */
+function readWriterLines(
+  run: ChildRun,
+  k: number,
+  check: Checker,
+  ackedEnd: Map<string, number>,
+  lastTry: LastTries,
+): number {
+  let acks = 0;
+  for (const line of run.lines) {
+    const [word, key, from, count] = line.split(' ');
+    if (word === 'try') lastTry.set(key!, { from: Number(from), count: Number(count), acked: false });
+    else if (word === 'ack') {
+      ackedEnd.set(key!, Number(from) + Number(count));
+      const t = lastTry.get(key!);
+      if (t !== undefined) t.acked = true;
+      acks++;
+    } else if (word === 'error' || word === 'stderr')
+      check.violation('not-writable', `writer ${k} failed after the previous kill: ${line.slice(0, 300)}`);
+  }
+  return acks;
+}
+
+/** After kill `k`: every acknowledged event of session `key` is there, and at most the in-flight batch more. */
+async function checkSessionAfterKill(
+  store: SessionStore,
+  key: string,
+  k: number,
+  check: Checker,
+  ackedEnd: Map<string, number>,
+  lastTry: LastTries,
+): Promise<void> {
+  const acked = ackedEnd.get(key) ?? 0;
+  if (acked === 0) return;
+  const id = sessionId(key);
+  const has = await check.attempt(`has(${id})`, () => store.has(id));
+  if (has.ok && !has.value)
+    check.violation('false-absence', `has(${id}) = false after kill ${k}, with ${acked} events acknowledged`);
+  const loaded = await check.attempt(`load(${id})`, () => store.load(id));
+  if (!loaded.ok) {
+    check.outcome.lostEvents += acked;
+    check.violation(
+      loaded.error?.code === 'NOT_FOUND' ? 'false-absence' : 'lost-event',
+      `load(${id}) after kill ${k}: ${loaded.error?.code ?? 'untyped'} ${loaded.error?.message ?? ''}`,
+    );
+    return;
+  }
+  const events = loaded.value.events.map(canonicalEvent);
+  let good = 0;
+  while (good < acked && events[good] === canonicalEvent(workloadEvent(key, good, killEventType(good))))
+    good++;
+  if (good < acked) {
+    check.outcome.lostEvents += acked - good;
+    check.violation('lost-event', `${id}: ${acked - good} acknowledged event(s) missing after kill ${k}`);
+  }
+  const t = lastTry.get(key);
+  const allowedExtra = t !== undefined && !t.acked && t.from === acked ? t.count : 0;
+  const extra = events.length - acked;
+  if (extra !== 0 && extra !== allowedExtra)
+    check.violation(
+      'unacknowledged-visible',
+      `${id}: ${extra} event(s) beyond the ${acked} acknowledged after kill ${k} (a whole in-flight batch is ${allowedExtra})`,
+    );
+  if (extra > 0) ackedEnd.set(key, events.length); // the next writer continues after it
+  if (t !== undefined && extra > 0) t.acked = true;
+}
+
 /** SIGKILL of a child writer at random instants; every acknowledged batch must survive each kill. */
 async function killLoop(
   driver: HarnessDriver,
@@ -275,47 +376,14 @@ async function killLoop(
   const location = await newLocation(real, dir);
   const sessions = 3;
   const ackedEnd = new Map<string, number>();
-  const lastTry = new Map<string, { from: number; count: number; acked: boolean }>();
+  const lastTry: LastTries = new Map();
   let totalAcks = 0;
-  let done = 0;
   for (let k = 0; k < kills; k++) {
     const check = new Checker();
     const run = startChild(writerRequest(real, location, sessions));
-    let ready: boolean;
-    if (k % 4 === 3) {
-      // Every fourth kill lands during start-up: module loading, open, lock takeover, tail repair.
-      const early = new Promise<void>((resolve) => setTimeout(resolve, 40 + Math.random() * 120));
-      ready = await Promise.race([early.then(() => false), run.waitFor('ready')]);
-      if (ready) await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
-      run.child.kill('SIGKILL');
-      ready = true; // killed on purpose, ready or not
-    } else {
-      ready = await run.waitFor('ready');
-      if (ready && k % 4 === 0) {
-        // A random instant from start-up on: often inside a session's first append (its publish).
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 40));
-        run.child.kill('SIGKILL');
-      } else if (ready) {
-        // Inside the append loop, counted in acknowledgements rather than milliseconds, so a slow
-        // disk (fsync under a loaded CI machine) still gets batches acknowledged before the kill.
-        // The short random delay lands the kill anywhere in the next append or two.
-        await run.waitFor('ack', 1 + Math.floor(Math.random() * 16));
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
-        run.child.kill('SIGKILL');
-      }
-    }
+    const ready = await killWriterAtRandom(run, k);
     await run.exited;
-    for (const line of run.lines) {
-      const [word, key, from, count] = line.split(' ');
-      if (word === 'try') lastTry.set(key!, { from: Number(from), count: Number(count), acked: false });
-      else if (word === 'ack') {
-        ackedEnd.set(key!, Number(from) + Number(count));
-        const t = lastTry.get(key!);
-        if (t !== undefined) t.acked = true;
-        totalAcks++;
-      } else if (word === 'error' || word === 'stderr')
-        check.violation('not-writable', `writer ${k} failed after the previous kill: ${line.slice(0, 300)}`);
-    }
+    totalAcks += readWriterLines(run, k, check, ackedEnd, lastTry);
     if (!ready && check.outcome.violations.length === 0)
       check.violation(
         'not-writable',
@@ -323,52 +391,12 @@ async function killLoop(
       );
     const opened = await check.attempt('open after kill', () => openReal(real, location));
     if (opened.ok) {
-      for (let i = 0; i < sessions; i++) {
-        const key = `k${i}`;
-        const acked = ackedEnd.get(key) ?? 0;
-        if (acked === 0) continue;
-        const id = sessionId(key);
-        const has = await check.attempt(`has(${id})`, () => opened.value.has(id));
-        if (has.ok && !has.value)
-          check.violation(
-            'false-absence',
-            `has(${id}) = false after kill ${k}, with ${acked} events acknowledged`,
-          );
-        const loaded = await check.attempt(`load(${id})`, () => opened.value.load(id));
-        if (!loaded.ok) {
-          check.outcome.lostEvents += acked;
-          check.violation(
-            loaded.error?.code === 'NOT_FOUND' ? 'false-absence' : 'lost-event',
-            `load(${id}) after kill ${k}: ${loaded.error?.code ?? 'untyped'} ${loaded.error?.message ?? ''}`,
-          );
-          continue;
-        }
-        const events = loaded.value.events.map(canonicalEvent);
-        let good = 0;
-        while (good < acked && events[good] === canonicalEvent(workloadEvent(key, good, killEventType(good))))
-          good++;
-        if (good < acked) {
-          check.outcome.lostEvents += acked - good;
-          check.violation(
-            'lost-event',
-            `${id}: ${acked - good} acknowledged event(s) missing after kill ${k}`,
-          );
-        }
-        const t = lastTry.get(key);
-        const allowedExtra = t !== undefined && !t.acked && t.from === acked ? t.count : 0;
-        const extra = events.length - acked;
-        if (extra !== 0 && extra !== allowedExtra)
-          check.violation(
-            'unacknowledged-visible',
-            `${id}: ${extra} event(s) beyond the ${acked} acknowledged after kill ${k} (a whole in-flight batch is ${allowedExtra})`,
-          );
-        if (extra > 0) ackedEnd.set(key, events.length); // the next writer continues after it
-        if (t !== undefined && extra > 0) t.acked = true;
-      }
+      for (let i = 0; i < sessions; i++)
+        await checkSessionAfterKill(opened.value, `k${i}`, k, check, ackedEnd, lastTry);
       await check.attempt('close', () => opened.value.close());
     }
     report.add(driver.name, 'SIGKILL of a writer (real disk)', `kill ${k}`, check.outcome, ready);
-    progress?.(`${driver.name} SIGKILL`, ++done, kills);
+    progress?.(`${driver.name} SIGKILL`, k + 1, kills);
   }
   return { kills, acks: totalAcks };
 }

@@ -221,25 +221,9 @@ async function runStep(
       case 'append':
         await appendWithRetry(store, session, step.types, check, options);
         break;
-      case 'update': {
-        const updated = await check.attempt(`update(${session.id})`, () =>
-          store.update(session.id, step.patch),
-        );
-        const patch = {
-          ...(step.patch.title !== undefined && { title: step.patch.title }),
-          ...(step.patch.tags !== undefined && { tags: step.patch.tags }),
-        };
-        if (updated.ok) session.ackFields(patch);
-        else if (updated.error?.code === 'NOT_FOUND') {
-          if (session.exists === 'yes')
-            check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
-        } else if (!options.checkFailedAppend) {
-          // A persistent fault may have stopped the store half way: the update may have landed.
-          // After a once fault, a rejected update must have changed nothing (as a rejected append).
-          session.doubtFields(patch);
-        }
+      case 'update':
+        await runUpdate(store, session, check, options, step.patch);
         break;
-      }
       case 'has': {
         const has = await check.attempt(`has(${session.id})`, () => store.has(session.id));
         if (has.ok) check.has(session, has.value);
@@ -250,21 +234,47 @@ async function runStep(
         check.load(session, loaded, true);
         break;
       }
-      case 'delete': {
-        const existed = session.exists;
-        const deleted = await check.attempt(`delete(${session.id})`, () => store.delete(session.id));
-        if (deleted.ok) {
-          session.deleted = 'yes';
-          session.created = false;
-        } else if (deleted.error?.code === 'NOT_FOUND') {
-          if (existed === 'yes')
-            check.violation('false-absence', `delete(${session.id}) said NOT_FOUND for an existing session`);
-        } else if (existed !== 'no' || session.created) {
-          session.deleted = 'maybe';
-        }
+      case 'delete':
+        await runDelete(store, session, check);
         break;
-      }
     }
+  }
+}
+
+async function runUpdate(
+  store: SessionStore,
+  session: ModelSession,
+  check: Checker,
+  options: WorkloadRunOptions,
+  stepPatch: Extract<WorkloadStep, { kind: 'update' }>['patch'],
+): Promise<void> {
+  const updated = await check.attempt(`update(${session.id})`, () => store.update(session.id, stepPatch));
+  const patch = {
+    ...(stepPatch.title !== undefined && { title: stepPatch.title }),
+    ...(stepPatch.tags !== undefined && { tags: stepPatch.tags }),
+  };
+  if (updated.ok) session.ackFields(patch);
+  else if (updated.error?.code === 'NOT_FOUND') {
+    if (session.exists === 'yes')
+      check.violation('false-absence', `update(${session.id}) said NOT_FOUND for an existing session`);
+  } else if (!options.checkFailedAppend) {
+    // A persistent fault may have stopped the store half way: the update may have landed.
+    // After a once fault, a rejected update must have changed nothing (as a rejected append).
+    session.doubtFields(patch);
+  }
+}
+
+async function runDelete(store: SessionStore, session: ModelSession, check: Checker): Promise<void> {
+  const existed = session.exists;
+  const deleted = await check.attempt(`delete(${session.id})`, () => store.delete(session.id));
+  if (deleted.ok) {
+    session.deleted = 'yes';
+    session.created = false;
+  } else if (deleted.error?.code === 'NOT_FOUND') {
+    if (existed === 'yes')
+      check.violation('false-absence', `delete(${session.id}) said NOT_FOUND for an existing session`);
+  } else if (existed !== 'no' || session.created) {
+    session.deleted = 'maybe';
   }
 }
 
@@ -351,75 +361,106 @@ export async function verifyAfterLift(
   check: Checker,
   options: VerifyOptions,
 ): Promise<void> {
-  const allowInDoubt = true;
   let writableKey: { session: ModelSession; nextSeq: number } | undefined;
   const loadedLengths = new Map<string, number>();
   for (const session of model.sessions.values()) {
-    session.created = false; // a reopened store has no pending sessions
-    const has = await check.attempt(`has(${session.id}) after lift`, () => store.has(session.id));
-    if (has.ok) check.has(session, has.value, options.crash);
-    else if (session.exists === 'yes') {
-      check.outcome.lostEvents += session.acked.length;
-      check.violation(
-        'lost-event',
-        `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`,
-      );
-    }
-    const loaded = await check.attempt(`load(${session.id}) after lift`, () => store.load(session.id));
-    if (!loaded.ok && loaded.error?.code !== 'NOT_FOUND' && session.exists === 'yes') {
-      check.outcome.lostEvents += session.acked.length;
-      check.violation(
-        'lost-event',
-        `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`,
-      );
-      continue;
-    }
-    // A session whose first batch (or delete) was in doubt may come back absent or whole, never
-    // unreadable: an id left CORRUPT by an unacknowledged write can be neither created again nor
-    // written (a first batch published without temp file and link/rename, torn by the crash).
-    if (
-      !loaded.ok &&
-      loaded.error !== undefined &&
-      loaded.error.code !== 'NOT_FOUND' &&
-      session.exists === 'maybe'
-    ) {
-      check.violation(
-        'not-writable',
-        `load(${session.id}) fails after the fault was lifted (${loaded.error.code}), though nothing acknowledged it: an unacknowledged write left the id unusable: ${loaded.error.message}`,
-      );
-      continue;
-    }
-    // After the fault is lifted, an existing session that reads as absent has lost every event.
-    if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
-    check.load(session, loaded, allowInDoubt, options.crash);
-    if (loaded.ok) loadedLengths.set(session.id, loaded.value.events.length);
-    if (loaded.ok && session.exists !== 'no' && writableKey === undefined)
-      writableKey = { session, nextSeq: loaded.value.events.length };
+    const length = await verifySessionAfterLift(store, session, check, options);
+    if (length === undefined) continue;
+    loadedLengths.set(session.id, length);
+    if (session.exists !== 'no' && writableKey === undefined) writableKey = { session, nextSeq: length };
   }
+  await verifyListAfterLift(store, model, check, options, loadedLengths);
+  await verifyWritableAfterLift(store, model, check, writableKey);
+}
+
+/** `has` and `load` of one session after the lift; the number of events loaded, if it loaded. */
+async function verifySessionAfterLift(
+  store: SessionStore,
+  session: ModelSession,
+  check: Checker,
+  options: VerifyOptions,
+): Promise<number | undefined> {
+  session.created = false; // a reopened store has no pending sessions
+  const has = await check.attempt(`has(${session.id}) after lift`, () => store.has(session.id));
+  if (has.ok) check.has(session, has.value, options.crash);
+  else if (session.exists === 'yes') {
+    check.outcome.lostEvents += session.acked.length;
+    check.violation(
+      'lost-event',
+      `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`,
+    );
+  }
+  const loaded = await check.attempt(`load(${session.id}) after lift`, () => store.load(session.id));
+  if (!loaded.ok && loaded.error?.code !== 'NOT_FOUND' && session.exists === 'yes') {
+    check.outcome.lostEvents += session.acked.length;
+    check.violation(
+      'lost-event',
+      `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`,
+    );
+    return undefined;
+  }
+  // A session whose first batch (or delete) was in doubt may come back absent or whole, never
+  // unreadable: an id left CORRUPT by an unacknowledged write can be neither created again nor
+  // written (a first batch published without temp file and link/rename, torn by the crash).
+  if (
+    !loaded.ok &&
+    loaded.error !== undefined &&
+    loaded.error.code !== 'NOT_FOUND' &&
+    session.exists === 'maybe'
+  ) {
+    check.violation(
+      'not-writable',
+      `load(${session.id}) fails after the fault was lifted (${loaded.error.code}), though nothing acknowledged it: an unacknowledged write left the id unusable: ${loaded.error.message}`,
+    );
+    return undefined;
+  }
+  // After the fault is lifted, an existing session that reads as absent has lost every event.
+  if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
+  check.load(session, loaded, true, options.crash);
+  return loaded.ok ? loaded.value.events.length : undefined;
+}
+
+/** `list` after the lift: nobody missing, acknowledged fields shown, counts matching what load returned. */
+async function verifyListAfterLift(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  options: VerifyOptions,
+  loadedLengths: ReadonlyMap<string, number>,
+): Promise<void> {
   const page = await check.attempt('list after lift', () => store.list());
-  if (page.ok) {
-    checkList(check, model, page.value, undefined, true, options.crash);
-    // contract §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
-    const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
-    for (const summary of page.value.sessions) {
-      // An acknowledged update is a write like an append: it must survive the fault (and a failed
-      // one must not show), so title and tags are one of the states the model allows.
-      const session = known.get(summary.id);
-      if (session !== undefined && session.exists !== 'no' && !session.fieldsMatch(shownFields(summary)))
-        check.violation(
-          'lost-update',
-          `list() shows ${summary.id} with title/tags ${JSON.stringify([summary.title ?? null, summary.tags ?? null])}, acknowledged: ${session.describeFields()}`,
-        );
-      const length = loadedLengths.get(summary.id);
-      if (length !== undefined && summary.eventCount !== length)
-        check.violation(
-          'stale-summary',
-          `list() says ${summary.id} has ${summary.eventCount} events, load returns ${length}`,
-        );
-    }
-  } else
+  if (!page.ok) {
     check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
-  // The store accepts the next append: on an existing session and on a new one.
+    return;
+  }
+  checkList(check, model, page.value, undefined, true, options.crash);
+  // contract §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
+  const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
+  for (const summary of page.value.sessions) {
+    // An acknowledged update is a write like an append: it must survive the fault (and a failed
+    // one must not show), so title and tags are one of the states the model allows.
+    const session = known.get(summary.id);
+    if (session !== undefined && session.exists !== 'no' && !session.fieldsMatch(shownFields(summary)))
+      check.violation(
+        'lost-update',
+        `list() shows ${summary.id} with title/tags ${JSON.stringify([summary.title ?? null, summary.tags ?? null])}, acknowledged: ${session.describeFields()}`,
+      );
+    const length = loadedLengths.get(summary.id);
+    if (length !== undefined && summary.eventCount !== length)
+      check.violation(
+        'stale-summary',
+        `list() says ${summary.id} has ${summary.eventCount} events, load returns ${length}`,
+      );
+  }
+}
+
+/** The store accepts the next append after the lift: on an existing session and on a new one. */
+async function verifyWritableAfterLift(
+  store: SessionStore,
+  model: WorkloadModel,
+  check: Checker,
+  writableKey: { session: ModelSession; nextSeq: number } | undefined,
+): Promise<void> {
   if (writableKey !== undefined) {
     const { session, nextSeq } = writableKey;
     const events = [
