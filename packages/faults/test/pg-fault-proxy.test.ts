@@ -169,7 +169,12 @@ describe('TCP fault proxy (plain TCP, no server needed)', () => {
   // The cut's byte budget is exact across chunks: no fewer bytes, no more.
   it('cut to-client forwards exactly N bytes of a burst, then closes', async () => {
     const payload = Buffer.alloc(1024 * 1024, 7);
-    const server = createServer((socket) => socket.end(payload));
+    // The proxy tears the connection down mid-burst, so this end may see ECONNRESET or EPIPE while
+    // it still writes: expected, and unhandled it would crash the test process.
+    const server = createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.end(payload);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     const address = server.address() as { port: number };
     const proxy = await startFaultProxy({
