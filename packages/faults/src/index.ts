@@ -22,5 +22,6 @@ export * from './report.js';
 export * from './report-html.js';
 export * from './runner.js';
 export * from './server/index.js';
+export * from './sqlite-settings.js';
 export * from './sweeps.js';
 export * from './workload.js';
