@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
+import { sqlitePowerLoss } from './sqlite-powerloss.js';
 import { sqliteSettingsCheck } from './sqlite-settings.js';
 import { GROUP_COMMIT_WORKLOAD } from './workload.js';
 
@@ -237,6 +238,6 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
       appendsTogether: true,
     },
     realFaults: sqliteRealFaults(),
-    engineChecks: [sqliteSettingsCheck('sqlite')],
+    engineChecks: [sqliteSettingsCheck('sqlite'), sqlitePowerLoss('sqlite')],
   };
 }

@@ -59,7 +59,7 @@ async function runServerFaults(
   total.runs += server.runs;
 }
 
-/** An engine driver's own checks below its API (settings, power loss from a syscall trace). */
+/** An engine driver's own checks below its API (settings, power loss from a syscall trace), or `n/a`. */
 async function runEngineChecks(
   driver: EngineHarnessDriver,
   report: ReportBuilder,
@@ -67,7 +67,11 @@ async function runEngineChecks(
   total: BackendTotals,
   progress: Progress | undefined,
 ): Promise<void> {
-  for (const suite of driver.engineChecks ?? []) {
+  if (driver.engineChecks === undefined) {
+    report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+    return;
+  }
+  for (const suite of driver.engineChecks) {
     const done = await suite.run({ report, quick, ...(progress && { progress }) });
     total.runs += done.runs;
     total.crashPoints += done.crashPoints ?? 0;
@@ -146,10 +150,8 @@ export async function runFaultHarness(
         total.crashStates = swept.states;
         total.runs += swept.recoveryRuns;
         total.runs += await damageSweepFs(driver, report);
-      } else if (driver.engineChecks !== undefined) {
-        await runEngineChecks(driver, report, quick, total, options.progress);
       } else {
-        report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+        await runEngineChecks(driver, report, quick, total, options.progress);
       }
     }
     if (!skip.has('real')) {
