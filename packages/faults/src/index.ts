@@ -17,6 +17,7 @@ export * from './memfs-fs.js';
 export * from './memory-driver.js';
 export * from './model.js';
 export * from './powerloss-disk.js';
+export * from './powerloss-ledger.js';
 export * from './real.js';
 export * from './replay.js';
 export * from './report.js';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { SessionStore } from '@tidemark/core';
 import { killEventType } from './child-protocol.js';
 import type { EngineCheckSuite, ServerFaultContext } from './driver.js';
-import { ModelSession, WorkloadModel } from './model.js';
+import type { WorkloadModel } from './model.js';
 import type { PowerLossRequest } from './powerloss-child.js';
 import {
   type DiskSnapshot,
@@ -20,11 +20,18 @@ import {
   stateSignature,
   TracedDisk,
 } from './powerloss-disk.js';
+import { AckLedger } from './powerloss-ledger.js';
 import type { ReportBuilder } from './report.js';
 import { Checker, type RunOutcome } from './runner.js';
-import { openFromSpec, SQLITE_OPEN_SPEC, type SqliteOpenSpec, scratchDir } from './sqlite-settings.js';
+import {
+  type DurabilityMode,
+  openFromSpec,
+  SQLITE_OPEN_SPEC,
+  type SqliteOpenSpec,
+  scratchDir,
+} from './sqlite-settings.js';
 import { straceWorks, type TraceOp, traceChild } from './syscall-trace.js';
-import { canonicalEvent, sessionId, workloadEvent } from './workload.js';
+import { sessionId, workloadEvent } from './workload.js';
 
 /** The report row of the sweep. */
 export const POWER_LOSS_CELL = 'power loss (syscall trace)';
@@ -46,46 +53,12 @@ export interface PowerLossOptions {
   rounds?: number;
   /** Stop after this many violating states (default: never). */
   stopAfterFailures?: number;
+  /** Durability modes swept (default both), each against what it promises. */
+  modes?: readonly DurabilityMode[];
 }
 
-/** What the child had acknowledged, and had in flight, at a point of the trace. */
-class AckLedger {
-  readonly acked = new Map<string, number>();
-  readonly inFlight = new Map<string, { from: number; count: number }>();
-
-  /** Folds one stdout line of the child in. */
-  read(line: string): void {
-    const [word, key, from, count] = line.trim().split(' ');
-    if (key === undefined) return;
-    if (word === 'try') this.inFlight.set(key, { from: Number(from), count: Number(count) });
-    if (word === 'ack') {
-      this.acked.set(key, Number(from) + Number(count));
-      this.inFlight.delete(key);
-    }
-  }
-
-  /** What the checks expect, as a key: the same disk with the same expectations is checked once. */
-  get signature(): string {
-    return JSON.stringify([[...this.acked], [...this.inFlight]]);
-  }
-
-  /** The reference model: acknowledged events, and the in-flight batch as the one in doubt. */
-  model(keys: readonly string[]): WorkloadModel {
-    const model = new WorkloadModel();
-    const events = (key: string, from: number, count: number) =>
-      Array.from({ length: count }, (_, j) =>
-        canonicalEvent(workloadEvent(key, from + j, killEventType(from + j))),
-      );
-    for (const key of keys) {
-      const session = new ModelSession(key, undefined);
-      session.acked = events(key, 0, this.acked.get(key) ?? 0);
-      const flight = this.inFlight.get(key);
-      if (flight !== undefined) session.inDoubt = [events(key, flight.from, flight.count)];
-      model.sessions.set(key, session);
-    }
-    return model;
-  }
-}
+/** The workload's sessions. */
+const SESSION_KEYS = ['p0', 'p1', 'p2'];
 
 /** Whether the disk state after `ops[i]` is checked: full runs check after every change and ack. */
 export function isCrashPoint(ops: readonly TraceOp[], i: number, quick: boolean): boolean {
@@ -181,9 +154,11 @@ async function loadAll(store: SessionStore, model: WorkloadModel, check: Checker
 }
 
 /** Reopens one crash state and checks it against what was acknowledged at its point. */
-async function checkState(spec: SqliteOpenSpec, path: string, model: WorkloadModel): Promise<RunOutcome> {
+async function checkState(context: SweepContext, path: string, model: WorkloadModel): Promise<RunOutcome> {
   const check = new Checker();
-  const opened = await check.attempt('reopen after power loss', () => openFromSpec(spec, path, 'strict'));
+  const opened = await check.attempt('reopen after power loss', () =>
+    openFromSpec(context.spec, path, context.mode),
+  );
   if (!opened.ok) {
     if (opened.error !== undefined) {
       check.outcome.lostEvents += model.ackedEvents;
@@ -208,34 +183,40 @@ interface SweepCounts {
   violating: number;
 }
 
+/** What one mode's sweep works with. */
+interface SweepContext {
+  name: string;
+  spec: SqliteOpenSpec;
+  mode: DurabilityMode;
+  report: ReportBuilder;
+  /** The traced store's directory, and a scratch directory for the states. */
+  root: string;
+  work: string;
+  quick: boolean;
+  options: PowerLossOptions;
+}
+
 /** Checks the crash states at one point; `seen` skips a disk already checked with the same expectations. */
 async function checkPoint(
-  context: {
-    name: string;
-    spec: SqliteOpenSpec;
-    report: ReportBuilder;
-    root: string;
-    work: string;
-    quick: boolean;
-  },
+  context: SweepContext,
   snapshot: DiskSnapshot,
   ledger: AckLedger,
   where: { index: number; op: TraceOp },
   seen: Set<string>,
   counts: SweepCounts,
 ): Promise<void> {
-  const model = ledger.model(['p0', 'p1', 'p2']);
+  const model = ledger.model(SESSION_KEYS, context.mode);
   for (const choice of enumerateCrashChoices(snapshot, { full: !context.quick })) {
     counts.enumerated++;
     const files = materializeTraced(snapshot, choice);
-    const key = `${stateSignature(files)} ${ledger.signature}`;
+    const key = `${stateSignature(files)} ${ledger.signature(context.mode)}`;
     if (seen.has(key)) continue;
     seen.add(key);
     const dir = join(context.work, `state-${counts.states++}`);
     await writeState(files, context.root, dir);
-    const outcome = await checkState(context.spec, join(dir, 'store.db'), model.clone());
+    const outcome = await checkState(context, join(dir, 'store.db'), model.clone());
     await fsp.rm(dir, { recursive: true, force: true });
-    const fault = `after call ${where.index + 1} (${describeOp(where.op)}): ${choice.label}`;
+    const fault = `${context.mode}, after call ${where.index + 1} (${describeOp(where.op)}): ${choice.label}`;
     if (outcome.violations.length > 0) counts.violating++;
     context.report.add(context.name, POWER_LOSS_CELL, fault, outcome, true, {
       operation: where.index + 1,
@@ -245,18 +226,13 @@ async function checkPoint(
 }
 
 /** Runs the child under strace and returns its operations, or says why there are none. */
-async function recordWorkload(
-  spec: SqliteOpenSpec,
-  root: string,
-  work: string,
-  quick: boolean,
-  options: PowerLossOptions,
-): Promise<{ ops: TraceOp[] } | { error: string }> {
+async function recordWorkload(context: SweepContext): Promise<{ ops: TraceOp[] } | { error: string }> {
+  const { spec, root, work, quick, options } = context;
   const request: PowerLossRequest = {
     module: spec.module,
     factory: spec.factory,
-    options: spec.options(join(root, 'store.db'), 'strict'),
-    sessions: 3,
+    options: spec.options(join(root, 'store.db'), context.mode),
+    sessions: SESSION_KEYS.length,
     rounds: options.rounds ?? (quick ? 3 : 6),
     together: options.together ?? true,
   };
@@ -271,12 +247,50 @@ async function recordWorkload(
   return { ops: run.ops };
 }
 
+/** One mode: trace the workload, then check every crash point. */
+async function sweepMode(
+  context: SweepContext,
+  progress: ServerFaultContext['progress'],
+): Promise<SweepCounts & { ops: number }> {
+  await fsp.mkdir(context.root, { recursive: true });
+  const recorded = await recordWorkload(context);
+  if ('error' in recorded) {
+    const check = new Checker();
+    check.violation('not-run', recorded.error);
+    context.report.add(
+      context.name,
+      POWER_LOSS_CELL,
+      `${context.mode}: traced workload`,
+      check.outcome,
+      false,
+    );
+    return { ops: 0, points: 0, states: 1, enumerated: 0, violating: 1 };
+  }
+  const { ops } = recorded;
+  const disk = new TracedDisk(context.root);
+  const ledger = new AckLedger();
+  const seen = new Set<string>();
+  const counts: SweepCounts = { points: 0, states: 0, enumerated: 0, violating: 0 };
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]!;
+    if (op.kind === 'say') ledger.read(op.line);
+    else disk.apply(op);
+    if (!isCrashPoint(ops, i, context.quick)) continue;
+    counts.points++;
+    await checkPoint(context, disk.snapshot(), ledger, { index: i, op }, seen, counts);
+    progress?.(`${context.name} power loss (${context.mode})`, i + 1, ops.length);
+    if (counts.violating >= (context.options.stopAfterFailures ?? Number.POSITIVE_INFINITY)) break;
+  }
+  return { ...counts, ops: ops.length };
+}
+
 /**
- * The power-loss cell of a SQLite driver (`power loss (syscall trace)`): a strict store's workload
- * (3 sessions, rounds of batches of 1–3 events appended together, then close) is traced; at every
- * crash point (quick: each acknowledgement, right before each sync, the end; full: after every
- * traced operation) the states of {@link enumerateCrashChoices} are rebuilt on tmpfs, reopened and
- * checked. `n/a` without strace or before `pnpm build`.
+ * The power-loss cell of a SQLite driver (`power loss (syscall trace)`): for each durability mode,
+ * a workload (3 sessions, rounds of batches of 1–3 events appended together, then close) is
+ * traced; at every crash point (quick: each acknowledgement, right before each sync, the end;
+ * full: after every traced operation) the states of {@link enumerateCrashChoices} are rebuilt on
+ * tmpfs, reopened and checked against what the mode promises ({@link AckLedger}). `n/a` without
+ * strace or before `pnpm build`.
  */
 export function sqlitePowerLoss(name: string, options: PowerLossOptions = {}): EngineCheckSuite {
   const spec = options.spec ?? SQLITE_OPEN_SPEC;
@@ -291,58 +305,24 @@ export function sqlitePowerLoss(name: string, options: PowerLossOptions = {}): E
         return { runs: 0 };
       }
       const work = await scratchDir('tidemark-powerloss-');
+      const total = { points: 0, states: 0 };
+      const notes: string[] = [];
       try {
-        const root = join(work, 'disk');
-        await fsp.mkdir(root);
-        const recorded = await recordWorkload(spec, root, work, quick, options);
-        if ('error' in recorded) {
-          const check = new Checker();
-          check.violation('not-run', recorded.error);
-          report.add(name, POWER_LOSS_CELL, 'traced workload', check.outcome, false);
-          return { runs: 1 };
+        for (const mode of options.modes ?? (['strict', 'relaxed'] as const)) {
+          const dir = join(work, mode);
+          const context = { name, spec, mode, report, root: join(dir, 'disk'), work: dir, quick, options };
+          const counts = await sweepMode(context, progress);
+          total.points += counts.points;
+          total.states += counts.states;
+          notes.push(
+            `${mode}: ${counts.ops} traced operations, ${counts.points} crash points, ${counts.states} distinct states checked (${counts.enumerated} enumerated)`,
+          );
         }
-        const counts = await sweep(
-          { name, spec, report, root, work, quick },
-          recorded.ops,
-          options,
-          progress,
-        );
-        const cell = report.cell(name, POWER_LOSS_CELL);
-        cell.note = `${recorded.ops.length} traced operations, ${counts.points} crash points, ${counts.states} distinct states checked (${counts.enumerated} enumerated)`;
-        return { runs: counts.states, crashPoints: counts.points, crashStates: counts.states };
+        report.cell(name, POWER_LOSS_CELL).note = notes.join('; ');
+        return { runs: total.states, crashPoints: total.points, crashStates: total.states };
       } finally {
         await fsp.rm(work, { recursive: true, force: true });
       }
     },
   };
-}
-
-async function sweep(
-  context: {
-    name: string;
-    spec: SqliteOpenSpec;
-    report: ReportBuilder;
-    root: string;
-    work: string;
-    quick: boolean;
-  },
-  ops: readonly TraceOp[],
-  options: PowerLossOptions,
-  progress: ServerFaultContext['progress'],
-): Promise<SweepCounts> {
-  const disk = new TracedDisk(context.root);
-  const ledger = new AckLedger();
-  const seen = new Set<string>();
-  const counts: SweepCounts = { points: 0, states: 0, enumerated: 0, violating: 0 };
-  for (let i = 0; i < ops.length; i++) {
-    const op = ops[i]!;
-    if (op.kind === 'say') ledger.read(op.line);
-    else disk.apply(op);
-    if (!isCrashPoint(ops, i, context.quick)) continue;
-    counts.points++;
-    await checkPoint(context, disk.snapshot(), ledger, { index: i, op }, seen, counts);
-    progress?.(`${context.name} power loss`, i + 1, ops.length);
-    if (counts.violating >= (options.stopAfterFailures ?? Number.POSITIVE_INFINITY)) break;
-  }
-  return counts;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  AckLedger,
   type CrashChoice,
   decodeStraceString,
   enumerateCrashChoices,
@@ -130,5 +131,34 @@ describe('the disk states a power loss leaves', () => {
     ];
     expect(ops.map((_, i) => isCrashPoint(ops, i, true))).toEqual([false, true, false, true, false, true]);
     expect(ops.map((_, i) => isCrashPoint(ops, i, false))).toEqual([true, true, true, true, false, true]);
+  });
+});
+
+describe('what each durability mode must show after a power loss', () => {
+  const ledger = new AckLedger();
+  // seq 3 is a turn/end: the second batch closes a turn.
+  for (const line of [
+    'try p0 0 1',
+    'ack p0 0 1',
+    'try p0 1 3',
+    'ack p0 1 3',
+    'try p0 4 1',
+    'ack p0 4 1',
+    'try p0 5 2',
+  ])
+    ledger.read(line);
+  const seqs = (events: string[]) => events.map((e) => (JSON.parse(e) as { seq: number }).seq);
+
+  it('strict: every acknowledged batch, then at most the whole batch in flight', () => {
+    const session = ledger.model(['p0'], 'strict').sessions.get('p0')!;
+    expect(seqs(session.acked)).toEqual([0, 1, 2, 3, 4]);
+    expect(session.inDoubt.map(seqs)).toEqual([[5, 6]]);
+  });
+
+  it('relaxed: everything up to the last batch closing a turn, then whole batches that may be lost', () => {
+    const session = ledger.model(['p0'], 'relaxed').sessions.get('p0')!;
+    expect(seqs(session.acked)).toEqual([0, 1, 2, 3]);
+    expect(session.inDoubt.map(seqs)).toEqual([[4], [4, 5, 6]]);
+    expect(ledger.signature('relaxed')).not.toBe(ledger.signature('strict'));
   });
 });
