@@ -39,9 +39,9 @@ describe('power loss of the SQLite backend, from a system-call trace', () => {
       // The loss is of an acknowledged batch whose WAL frames were never synced.
       const lost = report.failures.find((f) => f.faultClass === POWER_LOSS_CELL);
       expect(lost?.fault).toMatch(/^strict, after call \d+ \(ack p\d \d+ \d\): every unsynced write/);
-    // Its relaxed mode is what relaxed promises (durable at each batch closing a turn): no loss there.
-    const powerFailures = report.failures.filter((f) => f.faultClass === POWER_LOSS_CELL);
-    expect(powerFailures.every((f) => f.fault.startsWith('strict,'))).toBe(true);
+      // Its relaxed mode is what relaxed promises (durable at each batch closing a turn): no loss there.
+      const powerFailures = report.failures.filter((f) => f.faultClass === POWER_LOSS_CELL);
+      expect(powerFailures.every((f) => f.fault.startsWith('strict,'))).toBe(true);
     },
     120_000,
   );
