@@ -60,11 +60,12 @@ export class TracedDisk {
   private nextInode = 1;
 
   /** `root` exists and is durable (the harness made and synced it). */
-  constructor(private readonly root: string) {
+  constructor(root: string) {
     this.durableNames = new Map([[root, -1]]);
     this.names = new Map([[root, -1]]);
   }
 
+  /** Replays one traced operation (a `say` line changes nothing on disk and is ignored). */
   apply(op: TraceOp): void {
     switch (op.kind) {
       case 'create': {
@@ -136,11 +137,6 @@ export class TracedDisk {
       pendingDir: [...this.pendingDir],
       names: new Map(this.names),
     };
-  }
-
-  /** The root the disk was recorded under. */
-  get rootPath(): string {
-    return this.root;
   }
 }
 
