@@ -14,6 +14,7 @@ export default {
     ...base.test,
     include: [
       'test/scan.test.ts',
+      'test/scan-edges.test.ts',
       'test/line-decoding.test.ts',
       'test/mark.test.ts',
       'test/tail-cut.test.ts',

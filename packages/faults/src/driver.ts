@@ -45,6 +45,20 @@ export interface EngineHarnessDriver {
   realFaults?: readonly RealFaultCase[];
   /** Fault classes only a server has (lost connections, restarts, revoked grants), as more cells. */
   serverFaults?: ServerFaultSuite;
+  /**
+   * Checks of what the engine really does on disk (its effective settings, power loss replayed
+   * from a system-call trace), run in the crash phase as more cells; omitted: that row is `n/a`.
+   */
+  engineChecks?: readonly EngineCheckSuite[];
+}
+
+/**
+ * One check of an engine driver's storage below its API (`sqlite-settings.ts`, `sqlite-powerloss.ts`):
+ * the harness calls `run` once per harness run, in the crash phase, with the same context as a
+ * {@link ServerFaultSuite}; the crash points and states it reports go into the backend's totals.
+ */
+export interface EngineCheckSuite {
+  run(context: ServerFaultContext): Promise<{ runs: number; crashPoints?: number; crashStates?: number }>;
 }
 
 /** What a {@link ServerFaultSuite} gets from the harness. */

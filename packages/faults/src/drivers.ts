@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
+import { sqlitePowerLoss } from './sqlite-powerloss.js';
+import { sqliteSettingsCheck } from './sqlite-settings.js';
 import { GROUP_COMMIT_WORKLOAD } from './workload.js';
 
 // The project's own backends are loaded by name at call time: this package depends on them only
@@ -236,5 +238,6 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
       appendsTogether: true,
     },
     realFaults: sqliteRealFaults(),
+    engineChecks: [sqliteSettingsCheck('sqlite'), sqlitePowerLoss('sqlite')],
   };
 }

@@ -59,6 +59,26 @@ async function runServerFaults(
   total.runs += server.runs;
 }
 
+/** An engine driver's own checks below its API (settings, power loss from a syscall trace), or `n/a`. */
+async function runEngineChecks(
+  driver: EngineHarnessDriver,
+  report: ReportBuilder,
+  quick: boolean,
+  total: BackendTotals,
+  progress: Progress | undefined,
+): Promise<void> {
+  if (driver.engineChecks === undefined) {
+    report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+    return;
+  }
+  for (const suite of driver.engineChecks) {
+    const done = await suite.run({ report, quick, ...(progress && { progress }) });
+    total.runs += done.runs;
+    total.crashPoints += done.crashPoints ?? 0;
+    total.crashStates += done.crashStates ?? 0;
+  }
+}
+
 /**
  * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
@@ -131,7 +151,7 @@ export async function runFaultHarness(
         total.runs += swept.recoveryRuns;
         total.runs += await damageSweepFs(driver, report);
       } else {
-        report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+        await runEngineChecks(driver, report, quick, total, options.progress);
       }
     }
     if (!skip.has('real')) {

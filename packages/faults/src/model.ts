@@ -5,6 +5,8 @@ import { canonicalEvent, sessionId } from './workload.js';
 export type ViolationKind =
   /** A call rejected with something other than a TidemarkError. */
   | 'untyped-error'
+  /** The engine runs with weaker settings than the durability mode promises (e.g. synchronous=NORMAL when strict). */
+  | 'weak-setting'
   /** has/list/load/update/delete reported absence for a session that exists. */
   | 'false-absence'
   /** An acknowledged event is missing or different after the fault was lifted. */
