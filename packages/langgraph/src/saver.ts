@@ -29,7 +29,7 @@ import { isThreadSessionId, sessionIdOfThread } from './thread-ids.js';
 import { THREAD_ATTR, ThreadLog } from './thread-log.js';
 import { sameWrite, type ThreadState } from './thread-state.js';
 import {
-  ChannelBytesMemo,
+  ChannelValueMemo,
   checkpointConfig,
   type GatheredTuple,
   gatherDeltaHistory,
@@ -100,7 +100,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       const gathered = await this.log.read(thread, sessionIdOfThread(thread), (state) =>
         selectCheckpoints(state, thread, config, options, wanted),
       );
-      const memo = new ChannelBytesMemo();
+      const memo = new ChannelValueMemo();
       for (const candidate of gathered) {
         const tuple = await this.materialize(candidate, memo);
         if (filter !== undefined && !metadataMatches(tuple.metadata, filter)) continue;
@@ -228,7 +228,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     return result;
   }
 
-  private materialize(gathered: GatheredTuple, memo?: ChannelBytesMemo): Promise<CheckpointTuple> {
+  private materialize(gathered: GatheredTuple, memo?: ChannelValueMemo): Promise<CheckpointTuple> {
     return materializeTuple(
       this.serde,
       gathered,

@@ -53,23 +53,33 @@ export function loadValue(serde: SerializerProtocol, value: SerializedValue): Pr
 }
 
 /**
- * The decoded bytes of the channel values last met, per channel, over the tuples of one read. The
- * tuples `list` returns newest first carry an unchanged channel's same stored value, so its bytes
- * are decoded once (not once per checkpoint); every tuple still gets its own deserialized value.
- * Values of type `bytes` are left out: the serializer hands those bytes out as the value itself.
+ * The channel values last met, per channel, over the tuples of one read. The tuples `list` returns
+ * newest first carry an unchanged channel's same stored value: its bytes are decoded once, and
+ * when the serializer turns them into a primitive (a string, a number, ...) that value is handed to
+ * every tuple, since nothing a caller does to an immutable value can reach another tuple. An
+ * object is deserialized again for each tuple, so tuples never share a mutable value. Values of
+ * type `bytes` are left out: the serializer hands those bytes out as the value itself.
  */
-export class ChannelBytesMemo {
-  private readonly last = new Map<string, { value: SerializedValue; bytes: Uint8Array }>();
+export class ChannelValueMemo {
+  private readonly last = new Map<
+    string,
+    { value: SerializedValue; bytes: Uint8Array; primitive?: { loaded: unknown } }
+  >();
 
   /** Deserializes the stored value of channel `ch`. */
-  load(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
+  async load(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
     if (value.t === 'bytes') return loadValue(serde, value);
     let entry = this.last.get(ch);
     if (entry?.value !== value) {
       entry = { value, bytes: decodeBytes(value) };
       this.last.set(ch, entry);
     }
-    return serde.loadsTyped(value.t, entry.bytes);
+    if (entry.primitive !== undefined) return entry.primitive.loaded;
+    const loaded: unknown = await serde.loadsTyped(value.t, entry.bytes);
+    if (loaded === null || (typeof loaded !== 'object' && typeof loaded !== 'function')) {
+      entry.primitive = { loaded };
+    }
+    return loaded;
   }
 }
 
@@ -93,7 +103,7 @@ export async function materializeTuple(
   serde: SerializerProtocol,
   gathered: GatheredTuple,
   nextVersion: (current: Version | undefined) => Version,
-  memo: ChannelBytesMemo = new ChannelBytesMemo(),
+  memo: ChannelValueMemo = new ChannelValueMemo(),
 ): Promise<CheckpointTuple> {
   const { threadId, ns, record } = gathered;
   const checkpoint = (await loadValue(serde, record.cp)) as Checkpoint;
