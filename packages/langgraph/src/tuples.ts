@@ -20,7 +20,7 @@ export interface GatheredTuple {
   record: CheckpointRecord;
   /** The stored value of each channel of `record.vers` that has one. */
   values: [string, SerializedValue][];
-  writes: StoredWrite[];
+  writes: readonly StoredWrite[];
   /** The parent's `__pregel_tasks` writes, for a checkpoint older than format 4. */
   parentSends: StoredWrite[];
 }
