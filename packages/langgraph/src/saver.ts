@@ -274,10 +274,12 @@ function selectCheckpoints(
       candidates.push({ ns, record });
     }
   }
-  // Namespaces interleave by checkpoint id, newest first, as one thread's history.
-  candidates.sort((a, b) =>
-    a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : a.ns < b.ns ? -1 : 1,
-  );
+  // Namespaces interleave by checkpoint id, newest first, as one thread's history (one namespace
+  // comes newest first already).
+  if (namespaces.length > 1)
+    candidates.sort((a, b) =>
+      a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : a.ns < b.ns ? -1 : 1,
+    );
   return candidates.slice(0, wanted).map(({ ns, record }) => gatherTuple(state, threadId, ns, record));
 }
 
