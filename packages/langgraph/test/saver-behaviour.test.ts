@@ -91,14 +91,17 @@ describe('TidemarkSaver', () => {
     for (let n = 1; n <= 3; n += 1) {
       const values = { text: 'kept', obj: { items: [1] }, n };
       config = await saver.put(config, checkpoint(values, { text: 1, obj: 1, n: n + 1 }), meta, { n: n + 1 });
+      await saver.putWrites(config, [['obj', { items: [1] }]], 'task');
     }
     const tuples = [];
     for await (const tuple of saver.list({ configurable: { thread_id: 't' } })) tuples.push(tuple);
     expect(tuples.map((t) => t.checkpoint.channel_values.n)).toEqual([3, 2, 1, 0]);
     (tuples[0]!.checkpoint.channel_values.obj as { items: number[] }).items.push(2);
+    (tuples[0]!.pendingWrites![0]![2] as { items: number[] }).items.push(2);
     for (const tuple of tuples.slice(1)) {
       expect(tuple.checkpoint.channel_values).toMatchObject({ text: 'kept', obj: { items: [1] } });
     }
+    expect(tuples[1]!.pendingWrites).toEqual([['task', 'obj', { items: [1] }]]);
   });
 
   it('maps thread ids of any form to distinct sessions and lists them by their own id', async () => {
