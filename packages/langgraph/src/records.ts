@@ -79,9 +79,15 @@ export function encodeBytes(type: string, bytes: Uint8Array): SerializedValue {
   return { t: type, b: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
 }
 
-/** The stored form back to bytes. */
+/**
+ * The stored form back to bytes. Values of type `bytes` are handed to the caller as they are, so
+ * they get an array of their own; any other type is only read by the serializer, which can take
+ * a view of the decoded buffer without a copy.
+ */
 export function decodeBytes(value: SerializedValue): Uint8Array {
-  return new Uint8Array(Buffer.from(value.b, 'base64'));
+  const decoded = Buffer.from(value.b, 'base64');
+  if (value.t === 'bytes') return new Uint8Array(decoded);
+  return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
 }
 
 /** The `data` of an event holding `record` (the boundary carries its batch id). */

@@ -29,7 +29,6 @@ import { isThreadSessionId, sessionIdOfThread } from './thread-ids.js';
 import { THREAD_ATTR, ThreadLog } from './thread-log.js';
 import { sameWrite, type ThreadState } from './thread-state.js';
 import {
-  ChannelBytesMemo,
   checkpointConfig,
   type GatheredTuple,
   gatherDeltaHistory,
@@ -37,6 +36,7 @@ import {
   loadValue,
   loadWrites,
   materializeTuple,
+  ValueMemo,
 } from './tuples.js';
 
 /** Options of {@link TidemarkSaver}. */
@@ -100,7 +100,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       const gathered = await this.log.read(thread, sessionIdOfThread(thread), (state) =>
         selectCheckpoints(state, thread, config, options, wanted),
       );
-      const memo = new ChannelBytesMemo();
+      const memo = new ValueMemo();
       for (const candidate of gathered) {
         const tuple = await this.materialize(candidate, memo);
         if (filter !== undefined && !metadataMatches(tuple.metadata, filter)) continue;
@@ -228,7 +228,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     return result;
   }
 
-  private materialize(gathered: GatheredTuple, memo?: ChannelBytesMemo): Promise<CheckpointTuple> {
+  private materialize(gathered: GatheredTuple, memo?: ValueMemo): Promise<CheckpointTuple> {
     return materializeTuple(
       this.serde,
       gathered,
@@ -274,10 +274,12 @@ function selectCheckpoints(
       candidates.push({ ns, record });
     }
   }
-  // Namespaces interleave by checkpoint id, newest first, as one thread's history.
-  candidates.sort((a, b) =>
-    a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : a.ns < b.ns ? -1 : 1,
-  );
+  // Namespaces interleave by checkpoint id, newest first, as one thread's history (one namespace
+  // comes newest first already).
+  if (namespaces.length > 1)
+    candidates.sort((a, b) =>
+      a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : a.ns < b.ns ? -1 : 1,
+    );
   return candidates.slice(0, wanted).map(({ ns, record }) => gatherTuple(state, threadId, ns, record));
 }
 

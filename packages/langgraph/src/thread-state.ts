@@ -1,7 +1,7 @@
 // The folded state of one thread: what its events say, indexed so that getTuple and list touch
 // only the checkpoints they return. Folding is deterministic, so every process that reads the same
 // log arrives at the same state.
-import { compareWritesSortKeys, writesSortKey } from '@langchain/langgraph-checkpoint';
+import { compareWritesSortKeys, type WritesSortKey, writesSortKey } from '@langchain/langgraph-checkpoint';
 import type {
   BlobRecord,
   CheckpointRecord,
@@ -20,10 +20,28 @@ export interface StoredWrite {
   value: SerializedValue;
 }
 
-const blobKey = (ns: string, ch: string, ver: Version, owner?: string): string =>
-  JSON.stringify(owner === undefined ? [ns, ch, ver] : [ns, ch, ver, owner]);
-const checkpointKey = (ns: string, id: string): string => JSON.stringify([ns, id]);
-const writeKey = (task: string, idx: number): string => JSON.stringify([task, idx]);
+/** The pending writes of one checkpoint, by task and index, and their order once asked for. */
+interface CheckpointWrites {
+  byTask: Map<string, Map<number, StoredWrite>>;
+  /** `orderedWrites`' answer, dropped whenever a write is applied. */
+  ordered?: StoredWrite[];
+}
+
+/** The blobs of one channel version: the plain one, and those owned by a checkpoint. */
+interface VersionBlobs {
+  plain?: BlobRecord;
+  owned?: Map<string, BlobRecord>;
+}
+
+/** `map.get(key)`, first setting it to `make()` when absent. */
+function getOrSet<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+  let value = map.get(key);
+  if (value === undefined) {
+    value = make();
+    map.set(key, value);
+  }
+  return value;
+}
 
 /** Index of `id` in ascending `ids`, or where it would go. */
 function searchSorted(ids: readonly string[], id: string): number {
@@ -41,9 +59,14 @@ function searchSorted(ids: readonly string[], id: string): number {
 export class ThreadState {
   /** Checkpoint ids per namespace, ascending (LangGraph's ids sort by time). */
   private readonly idsByNs = new Map<string, string[]>();
-  private readonly checkpoints = new Map<string, CheckpointRecord>();
-  private readonly blobs = new Map<string, BlobRecord>();
-  private readonly writes = new Map<string, Map<string, StoredWrite>>();
+  // Nested maps, not composite string keys: a cold fold applies thousands of records, and a Map
+  // keyed by version tells 1 from "1" without encoding it.
+  /** Checkpoints by namespace, then id. */
+  private readonly checkpoints = new Map<string, Map<string, CheckpointRecord>>();
+  /** Blobs by namespace, channel, then version. */
+  private readonly blobs = new Map<string, Map<string, Map<Version, VersionBlobs>>>();
+  /** Pending writes by namespace, then checkpoint id. */
+  private readonly writes = new Map<string, Map<string, CheckpointWrites>>();
   /** Batch ids seen, so a reload can tell whether a batch of ours landed. */
   private readonly batches = new Set<string>();
 
@@ -52,9 +75,19 @@ export class ThreadState {
     switch (record.kind) {
       case 'blob': {
         const { ns, ch, ver, owner } = record.blob;
-        const key = blobKey(ns, ch, ver, owner);
+        const byVersion = getOrSet(
+          getOrSet(this.blobs, ns, () => new Map()),
+          ch,
+          () => new Map(),
+        );
+        const slot = getOrSet(byVersion, ver, (): VersionBlobs => ({}));
         // Stored once per version: a second copy (a retried or forked put) never replaces the first.
-        if (!this.blobs.has(key)) this.blobs.set(key, record.blob);
+        if (owner === undefined) {
+          slot.plain ??= record.blob;
+          return;
+        }
+        slot.owned ??= new Map();
+        if (!slot.owned.has(owner)) slot.owned.set(owner, record.blob);
         return;
       }
       case 'checkpoint':
@@ -72,31 +105,28 @@ export class ThreadState {
   }
 
   private applyCheckpoint(checkpoint: CheckpointRecord): void {
-    const key = checkpointKey(checkpoint.ns, checkpoint.id);
-    if (!this.checkpoints.has(key)) {
-      let ids = this.idsByNs.get(checkpoint.ns);
-      if (ids === undefined) {
-        ids = [];
-        this.idsByNs.set(checkpoint.ns, ids);
-      }
-      const at = searchSorted(ids, checkpoint.id);
-      ids.splice(at, 0, checkpoint.id);
+    const inNs = getOrSet(this.checkpoints, checkpoint.ns, () => new Map<string, CheckpointRecord>());
+    if (!inNs.has(checkpoint.id)) {
+      const ids = getOrSet(this.idsByNs, checkpoint.ns, (): string[] => []);
+      // Ids mostly arrive in ascending order: appending is then the common case.
+      if (ids.length === 0 || ids[ids.length - 1]! < checkpoint.id) ids.push(checkpoint.id);
+      else ids.splice(searchSorted(ids, checkpoint.id), 0, checkpoint.id);
     }
     // A later put of the same id replaces the earlier one, as LangGraph's own savers do.
-    this.checkpoints.set(key, checkpoint);
+    inNs.set(checkpoint.id, checkpoint);
   }
 
   private applyWrite(ns: string, checkpointId: string, write: StoredWrite): void {
-    const key = checkpointKey(ns, checkpointId);
-    let forCheckpoint = this.writes.get(key);
-    if (forCheckpoint === undefined) {
-      forCheckpoint = new Map();
-      this.writes.set(key, forCheckpoint);
-    }
-    const inner = writeKey(write.task, write.idx);
+    const forCheckpoint = getOrSet(
+      getOrSet(this.writes, ns, () => new Map<string, CheckpointWrites>()),
+      checkpointId,
+      (): CheckpointWrites => ({ byTask: new Map() }),
+    );
+    const byIdx = getOrSet(forCheckpoint.byTask, write.task, () => new Map<number, StoredWrite>());
     // Regular writes are kept on retry (first wins); special writes (negative idx) are replaced.
-    if (write.idx >= 0 && forCheckpoint.has(inner)) return;
-    forCheckpoint.set(inner, write);
+    if (write.idx >= 0 && byIdx.has(write.idx)) return;
+    byIdx.set(write.idx, write);
+    forCheckpoint.ordered = undefined;
   }
 
   /** True when the batch with this id is in the log. */
@@ -116,7 +146,7 @@ export class ThreadState {
 
   /** The checkpoint `id` of `ns`, if stored. */
   checkpoint(ns: string, id: string): CheckpointRecord | undefined {
-    return this.checkpoints.get(checkpointKey(ns, id));
+    return this.checkpoints.get(ns)?.get(id);
   }
 
   /** The newest checkpoint of `ns` (the greatest id). */
@@ -135,7 +165,8 @@ export class ThreadState {
 
   /** The blob of a channel version (`value` absent: the channel was empty at that version). */
   blob(ns: string, ch: string, ver: Version, owner?: string): BlobRecord | undefined {
-    return this.blobs.get(blobKey(ns, ch, ver, owner));
+    const slot = this.blobs.get(ns)?.get(ch)?.get(ver);
+    return owner === undefined ? slot?.plain : slot?.owned?.get(owner);
   }
 
   /** The blob holding channel `ch` of a checkpoint, following its `refs`. */
@@ -146,16 +177,25 @@ export class ThreadState {
 
   /** The write of `task` at `idx` for a checkpoint, if stored. */
   write(ns: string, checkpointId: string, task: string, idx: number): StoredWrite | undefined {
-    return this.writes.get(checkpointKey(ns, checkpointId))?.get(writeKey(task, idx));
+    return this.writes.get(ns)?.get(checkpointId)?.byTask.get(task)?.get(idx);
   }
 
-  /** The pending writes of a checkpoint in LangGraph's order (`compareWritesSortKeys`). */
-  orderedWrites(ns: string, checkpointId: string): StoredWrite[] {
-    const stored = this.writes.get(checkpointKey(ns, checkpointId));
+  /**
+   * The pending writes of a checkpoint in LangGraph's order (`compareWritesSortKeys`). Kept until
+   * the next write to that checkpoint: `list` asks for each checkpoint's writes twice (its own,
+   * and as its child's parent sends). The array is shared: callers must not change it.
+   */
+  orderedWrites(ns: string, checkpointId: string): readonly StoredWrite[] {
+    const stored = this.writes.get(ns)?.get(checkpointId);
     if (stored === undefined) return [];
-    const keyed = [...stored.values()].map((w) => ({ key: writesSortKey(w.path, w.task, w.idx), w }));
-    keyed.sort((a, b) => compareWritesSortKeys(a.key, b.key));
-    return keyed.map(({ w }) => w);
+    if (stored.ordered === undefined) {
+      const keyed: { key: WritesSortKey; w: StoredWrite }[] = [];
+      for (const byIdx of stored.byTask.values())
+        for (const w of byIdx.values()) keyed.push({ key: writesSortKey(w.path, w.task, w.idx), w });
+      keyed.sort((a, b) => compareWritesSortKeys(a.key, b.key));
+      stored.ordered = keyed.map(({ w }) => w);
+    }
+    return stored.ordered;
   }
 }
 

@@ -20,7 +20,7 @@ export interface GatheredTuple {
   record: CheckpointRecord;
   /** The stored value of each channel of `record.vers` that has one. */
   values: [string, SerializedValue][];
-  writes: StoredWrite[];
+  writes: readonly StoredWrite[];
   /** The parent's `__pregel_tasks` writes, for a checkpoint older than format 4. */
   parentSends: StoredWrite[];
 }
@@ -52,34 +52,72 @@ export function loadValue(serde: SerializerProtocol, value: SerializedValue): Pr
   return serde.loadsTyped(value.t, decodeBytes(value));
 }
 
+/** Stored values this short (base64 characters) are remembered by their content: `null`, `1`, `""`... */
+const SMALL_VALUE = 64;
+
+const isPrimitive = (v: unknown): boolean => v === null || (typeof v !== 'object' && typeof v !== 'function');
+
 /**
- * The decoded bytes of the channel values last met, per channel, over the tuples of one read. The
- * tuples `list` returns newest first carry an unchanged channel's same stored value, so its bytes
- * are decoded once (not once per checkpoint); every tuple still gets its own deserialized value.
- * Values of type `bytes` are left out: the serializer hands those bytes out as the value itself.
+ * What the tuples of one read share when deserializing. A value that the serializer turns into a
+ * primitive (a string, a number, `null`, ...) is deserialized once and handed to every tuple that
+ * holds the same stored value, since nothing a caller does to an immutable value can reach another
+ * tuple; an object is deserialized again for each tuple, so tuples never share a mutable value.
+ * Two kinds of the same value are recognised: a channel's stored value met again (`list` returns
+ * newest first, and an unchanged channel carries one stored value through all its checkpoints),
+ * and short values equal in content (LangGraph's branch channels and many writes hold `null` or
+ * small numbers). Values of type `bytes` are left out: the serializer hands those bytes out as
+ * the value itself.
  */
-export class ChannelBytesMemo {
-  private readonly last = new Map<string, { value: SerializedValue; bytes: Uint8Array }>();
+export class ValueMemo {
+  private readonly lastOfChannel = new Map<
+    string,
+    { value: SerializedValue; bytes: Uint8Array; primitive?: { loaded: unknown } }
+  >();
+  /** Primitives of short values, by type, then base64. */
+  private readonly small = new Map<string, Map<string, unknown>>();
 
   /** Deserializes the stored value of channel `ch`. */
-  load(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
-    if (value.t === 'bytes') return loadValue(serde, value);
-    let entry = this.last.get(ch);
+  async channel(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
+    if (value.t === 'bytes' || value.b.length <= SMALL_VALUE) return this.value(serde, value);
+    let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
       entry = { value, bytes: decodeBytes(value) };
-      this.last.set(ch, entry);
+      this.lastOfChannel.set(ch, entry);
     }
-    return serde.loadsTyped(value.t, entry.bytes);
+    if (entry.primitive !== undefined) return entry.primitive.loaded;
+    const loaded: unknown = await serde.loadsTyped(value.t, entry.bytes);
+    if (isPrimitive(loaded)) entry.primitive = { loaded };
+    return loaded;
+  }
+
+  /** Deserializes a stored value (a write, or a channel's). */
+  async value(serde: SerializerProtocol, value: SerializedValue): Promise<unknown> {
+    if (value.t === 'bytes' || value.b.length > SMALL_VALUE) return loadValue(serde, value);
+    const ofType = this.small.get(value.t);
+    if (ofType?.has(value.b)) return ofType.get(value.b);
+    const loaded = await loadValue(serde, value);
+    if (isPrimitive(loaded)) {
+      if (ofType === undefined) this.small.set(value.t, new Map([[value.b, loaded]]));
+      else ofType.set(value.b, loaded);
+    }
+    return loaded;
   }
 }
 
-/** Deserializes stored writes as LangGraph's pending writes. */
+/** Deserializes stored writes as LangGraph's pending writes (through `memo` when given). */
 export function loadWrites(
   serde: SerializerProtocol,
   writes: readonly StoredWrite[],
+  memo?: ValueMemo,
 ): Promise<CheckpointPendingWrite[]> {
   return Promise.all(
-    writes.map(async (w): Promise<CheckpointPendingWrite> => [w.task, w.ch, await loadValue(serde, w.value)]),
+    writes.map(
+      async (w): Promise<CheckpointPendingWrite> => [
+        w.task,
+        w.ch,
+        await (memo === undefined ? loadValue(serde, w.value) : memo.value(serde, w.value)),
+      ],
+    ),
   );
 }
 
@@ -93,15 +131,15 @@ export async function materializeTuple(
   serde: SerializerProtocol,
   gathered: GatheredTuple,
   nextVersion: (current: Version | undefined) => Version,
-  memo: ChannelBytesMemo = new ChannelBytesMemo(),
+  memo: ValueMemo = new ValueMemo(),
 ): Promise<CheckpointTuple> {
   const { threadId, ns, record } = gathered;
   const checkpoint = (await loadValue(serde, record.cp)) as Checkpoint;
   const channelValues: Record<string, unknown> = {};
-  for (const [ch, value] of gathered.values) channelValues[ch] = await memo.load(serde, ch, value);
+  for (const [ch, value] of gathered.values) channelValues[ch] = await memo.channel(serde, ch, value);
   checkpoint.channel_values = channelValues;
   if (checkpoint.v < 4 && record.parent !== undefined) {
-    channelValues[TASKS] = await Promise.all(gathered.parentSends.map((w) => loadValue(serde, w.value)));
+    channelValues[TASKS] = await Promise.all(gathered.parentSends.map((w) => memo.value(serde, w.value)));
     const versions = Object.values(checkpoint.channel_versions ?? {});
     checkpoint.channel_versions = {
       ...checkpoint.channel_versions,
@@ -112,7 +150,7 @@ export async function materializeTuple(
     config: checkpointConfig(threadId, ns, record.id),
     checkpoint,
     metadata: (await loadValue(serde, record.md)) as CheckpointMetadata,
-    pendingWrites: await loadWrites(serde, gathered.writes),
+    pendingWrites: await loadWrites(serde, gathered.writes, memo),
   };
   if (record.parent !== undefined) tuple.parentConfig = checkpointConfig(threadId, ns, record.parent);
   return tuple;

@@ -79,6 +79,31 @@ describe('TidemarkSaver', () => {
     expect((await saver.getTuple(config))?.checkpoint.channel_values).toEqual({ big, n: 50 });
   });
 
+  it('lists an unchanged channel with its value in every tuple, never one object shared by two', async () => {
+    const store = await openMemoryStore();
+    const saver = new TidemarkSaver(store);
+    let config = await saver.put(
+      { configurable: { thread_id: 't' } },
+      checkpoint({ text: 'kept', obj: { items: [1] }, n: 0 }, { text: 1, obj: 1, n: 1 }),
+      meta,
+      { text: 1, obj: 1, n: 1 },
+    );
+    for (let n = 1; n <= 3; n += 1) {
+      const values = { text: 'kept', obj: { items: [1] }, n };
+      config = await saver.put(config, checkpoint(values, { text: 1, obj: 1, n: n + 1 }), meta, { n: n + 1 });
+      await saver.putWrites(config, [['obj', { items: [1] }]], 'task');
+    }
+    const tuples = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: 't' } })) tuples.push(tuple);
+    expect(tuples.map((t) => t.checkpoint.channel_values.n)).toEqual([3, 2, 1, 0]);
+    (tuples[0]!.checkpoint.channel_values.obj as { items: number[] }).items.push(2);
+    (tuples[0]!.pendingWrites![0]![2] as { items: number[] }).items.push(2);
+    for (const tuple of tuples.slice(1)) {
+      expect(tuple.checkpoint.channel_values).toMatchObject({ text: 'kept', obj: { items: [1] } });
+    }
+    expect(tuples[1]!.pendingWrites).toEqual([['task', 'obj', { items: [1] }]]);
+  });
+
   it('maps thread ids of any form to distinct sessions and lists them by their own id', async () => {
     const threads = ['plain-id', 'with space', 'with/slash ✓', 'x'.repeat(200), '', '.hidden', 'lg-plain-id'];
     const ids = threads.map(sessionIdOfThread);
