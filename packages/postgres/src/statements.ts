@@ -18,7 +18,11 @@ function prepared(text: string): Statement {
 
 /** The prepared statements of one schema. */
 export interface Statements {
-  /** $1 id: the session row as JSON text at seq -1, then every event, in one snapshot. */
+  /**
+   * $1 id: the session row as JSON text at seq -1 and every event, in one snapshot, in no promised
+   * order: `ORDER BY seq` had the server sort every row before sending the first; the client
+   * checks the order and sorts only when the rows did not come in seq order (`inSeqOrder`).
+   */
   load: Statement;
   /** $1 id, $2 from seq, $3 to seq: events in order. */
   selectEvents: Statement;
@@ -54,8 +58,7 @@ export function statementsOf(t: TableNames): Statements {
          NULL::integer AS checksum
        FROM (SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1) AS s
        UNION ALL
-       SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1
-       ORDER BY seq`,
+       SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1`,
     ),
     selectEvents: prepared(
       `SELECT ${EVENT_COLUMNS} FROM ${t.events}

@@ -44,11 +44,11 @@ import { isUniqueViolation, mapPgError } from './errors.js';
 import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
 import type { PostgresStoreOptions } from './options.js';
 import {
-  decodeEventRow,
   decodeEventRows,
   type EventRow,
   encodeEvent,
   encodeText,
+  inSeqOrder,
   rowToMeta,
   rowToSummary,
   SESSION_COLUMNS,
@@ -235,20 +235,17 @@ export class PostgresStore extends SessionStoreBase {
   /** Every event with the commit state, in one snapshot; `cut` quarantines an interrupted tail. */
   protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
     if (tail === 'cut') return this.loadAndCut(id);
-    let header: SessionHeader | undefined;
-    let orphans = false;
-    const events: SessionEvent[] = [];
-    // The row (seq -1) comes first: a newer format or a damaged row stops decoding the events.
-    await this.#db.run(this.#db.context(`loading session ${id}`, id), (s) =>
-      s.eachRow('SELECT events', this.#sql.load, [id], (r) => {
-        if (header !== undefined) events.push(decodeEventRow(id, r, events.length));
-        else if (r[0] === '-1') header = headerOf(id, JSON.parse(r[3]!) as SessionRow);
-        else orphans = true;
-      }),
+    const { text, name } = this.#sql.load;
+    const result = await this.#db.run(this.#db.context(`loading session ${id}`, id), (s) =>
+      s.rows('SELECT events', text, [id], name),
     );
-    if (orphans) throw sessionRowDamaged(id); // events, but no sessions row
-    if (header === undefined) throw errors.notFound(id);
-    return this.loaded(id, header, events);
+    // The row (seq -1) sorts first: a newer format or a damaged row stops decoding the events.
+    const rows = inSeqOrder(result);
+    const first = rows[0];
+    if (first === undefined) throw errors.notFound(id);
+    if (first[0] !== '-1') throw sessionRowDamaged(id); // events, but no sessions row
+    const header = headerOf(id, JSON.parse(first[3]!) as SessionRow);
+    return this.loaded(id, header, decodeEventRows(id, rows, 0, 1));
   }
 
   /** The session from its header and its decoded events, checked against each other. */
