@@ -185,14 +185,14 @@ try {
 
   // Load of 10,000 events vs a raw SELECT of the same rows and columns, in seq order, whose type
   // and data JSON are parsed as a caller needs them (the raw side once skipped the parse, which
-  // every real reader of the rows pays). Four loads a side per round, alternating one by one.
+  // every real reader of the rows pays). Six loads a side per round, alternating one by one.
   const big = await store.create({});
   for (let s = 0; s < 10_000; s += 500) await store.append(big.id, ev(s, 500));
   cases.push(
     alternatingCase(
       'load 10,000 events (ms)',
       1.5,
-      4,
+      6,
       1,
       () => store.load(big.id),
       async () => {
