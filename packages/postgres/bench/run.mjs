@@ -1,6 +1,6 @@
 // PostgreSQL suite against raw pg baselines in the same run (issue 11 targets in the last column).
 // Run: pnpm --filter @tidemark/postgres bench   (TIDEMARK_PG_URL overrides the server,
-// TIDEMARK_BENCH_ROUNDS the number of rounds, default 11).
+// TIDEMARK_BENCH_ROUNDS the number of rounds, default 15).
 //
 // The machine is shared, so every case runs in interleaved rounds, after a warm-up round that is
 // not counted: in each round our side and the raw side run back to back (their order alternating)
@@ -12,7 +12,7 @@ import pg from 'pg';
 import { openPostgresStore } from '../dist/index.js';
 
 const url = process.env.TIDEMARK_PG_URL ?? 'postgres://root@127.0.0.1:5432/test';
-const ROUNDS = Number(process.env.TIDEMARK_BENCH_ROUNDS ?? 11);
+const ROUNDS = Number(process.env.TIDEMARK_BENCH_ROUNDS ?? 15);
 const tag = randomBytes(4).toString('hex');
 const schemas = { main: `bench_${tag}`, small: `bench_${tag}_1k`, large: `bench_${tag}_100k` };
 const admin = new pg.Pool({ connectionString: url, max: 8 });
