@@ -62,26 +62,10 @@ export interface Session {
    */
   rows(step: PostgresStep, text: string, values?: unknown[], name?: string): Promise<TextRow[]>;
   /**
-   * Like {@link Session.rows}, but hands each row to `onRow` in turn; the first error `onRow`
-   * throws rejects.
-   */
-  eachRow(
-    step: PostgresStep,
-    statement: NamedText,
-    values: unknown[],
-    onRow: (row: TextRow) => void,
-  ): Promise<void>;
-  /**
    * Marks the client unusable (a failed ROLLBACK or unlock: it may still hold a transaction or a
    * session lock): when the call ends it is destroyed, never returned to the pool.
    */
   discard(reason: unknown): void;
-}
-
-/** A statement prepared once per connection under `name`. */
-export interface NamedText {
-  text: string;
-  name: string;
 }
 
 /** A row as {@link Session.rows} returns it: each column's text, or null. */
@@ -180,15 +164,6 @@ export class Connections {
           };
           if (name !== undefined) config.name = name;
           return (await client.query(config)).rows as TextRow[];
-        }),
-      eachRow: (step, { text, name }, values, onRow) =>
-        run(step, async () => {
-          // Collected, then handed over: a streamed pg.Query (a submittable) gets no query_timeout
-          // from pg, so a connection that stalled mid-result (a blackholed or half-cut network)
-          // hung a load forever; the plain query path times out and errors.
-          const config: pg.QueryArrayConfig = { text, name, values, rowMode: 'array', types: TEXT_TYPES };
-          const rows = (await client.query(config)).rows as TextRow[];
-          for (const row of rows) onRow(row);
         }),
       discard(reason: unknown) {
         state.faults.push(reason);

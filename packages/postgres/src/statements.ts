@@ -18,7 +18,11 @@ function prepared(text: string): Statement {
 
 /** The prepared statements of one schema. */
 export interface Statements {
-  /** $1 id: the session row as JSON text at seq -1, then every event, in one snapshot. */
+  /**
+   * $1 id: the session row as JSON text at seq -1 and every event, in one snapshot, in no promised
+   * order: `ORDER BY seq` had the server sort every row before sending the first; the client
+   * checks the order and sorts only when the rows did not come in seq order (`inSeqOrder`).
+   */
   load: Statement;
   /** $1 id, $2 from seq, $3 to seq: events in order. */
   selectEvents: Statement;
@@ -30,7 +34,33 @@ export interface Statements {
   advance: Statement;
   /** {@link Statements.advance} for one event, in scalar parameters (no arrays to build and parse). */
   advanceOne: Statement;
+  /**
+   * {@link Statements.advance} for many sessions at once (group-commit.ts): $1..$9 one array
+   * element per session, $10..$15 one per event with its session id; answers the claimed ids.
+   */
+  advanceGroup: Statement;
 }
+
+// Ids compare under "C", the collation of the id columns (unnest's text has the default one).
+const ADVANCE_GROUP = (t: TableNames) =>
+  `WITH input AS (
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::boolean[], $6::text[],
+       $7::bigint[], $8::text[], $9::text[])
+       AS i(id, next_seq, updated_at, committed_seq, interrupted, first_prompt, expected, seen, created_at)),
+   head AS (
+     UPDATE ${t.sessions} AS s SET next_seq = i.next_seq, updated_at = i.updated_at,
+       committed_seq = i.committed_seq, interrupted = i.interrupted, first_prompt = i.first_prompt
+     FROM input AS i
+     WHERE s.id = i.id COLLATE "C" AND s.next_seq = i.expected AND s.updated_at = i.seen COLLATE "C"
+       AND s.created_at = i.created_at
+     RETURNING s.id),
+   written AS (
+     INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
+     SELECT u.session_id, u.seq, u.type, u.time, u.data, u.checksum
+     FROM unnest($10::text[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::integer[])
+       AS u(session_id, seq, type, time, data, checksum)
+     WHERE u.session_id COLLATE "C" IN (SELECT id FROM head))
+   SELECT id FROM head`;
 
 const ADVANCE_HEAD = (t: TableNames) =>
   `WITH head AS (
@@ -54,8 +84,7 @@ export function statementsOf(t: TableNames): Statements {
          NULL::integer AS checksum
        FROM (SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1) AS s
        UNION ALL
-       SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1
-       ORDER BY seq`,
+       SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1`,
     ),
     selectEvents: prepared(
       `SELECT ${EVENT_COLUMNS} FROM ${t.events}
@@ -79,5 +108,6 @@ export function statementsOf(t: TableNames): Statements {
        INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
        SELECT $1, $10::bigint, $11::text, $12::text, $13::text, $14::integer WHERE EXISTS (SELECT 1 FROM head)`,
     ),
+    advanceGroup: prepared(ADVANCE_GROUP(t)),
   };
 }

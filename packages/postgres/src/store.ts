@@ -38,17 +38,18 @@ import {
   type ValidListQuery,
   type VerifyReport,
 } from '@tidemark/core';
-import { advance, type Head, insertFirst, readHead } from './append.js';
+import { type Head, insertFirst, readHead } from './append.js';
 import type { Connections, Session } from './db.js';
 import { isUniqueViolation, mapPgError } from './errors.js';
+import { AdvanceGroups } from './group-commit.js';
 import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
 import type { PostgresStoreOptions } from './options.js';
 import {
-  decodeEventRow,
   decodeEventRows,
   type EventRow,
   encodeEvent,
   encodeText,
+  inSeqOrder,
   rowToMeta,
   rowToSummary,
   SESSION_COLUMNS,
@@ -61,6 +62,9 @@ import { type Statements, statementsOf } from './statements.js';
 
 /** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
 export const READ_PAGE_SIZE = 1000;
+
+/** pg's own default for a pool made without `max`. */
+const DEFAULT_POOL_MAX = 10;
 
 /** Attempts of one append against concurrent writers before it reports a retryable CONFLICT. */
 const APPEND_ATTEMPTS = 8;
@@ -75,6 +79,8 @@ export class PostgresStore extends SessionStoreBase {
   /** Last known head per session, so a steady writer appends in one round trip; checked by the UPDATE. */
   readonly #heads = new Map<string, Head>();
   readonly #schema: string;
+  /** Steady appends: alone while a connection is free, else grouped into one statement. */
+  readonly #groups: AdvanceGroups;
 
   /** @internal Use {@link openPostgresStore}. */
   constructor(db: Connections, ownsPool: boolean, schema: string, options: PostgresStoreOptions) {
@@ -84,6 +90,7 @@ export class PostgresStore extends SessionStoreBase {
     this.#schema = schema;
     this.#t = tableNames(schema);
     this.#sql = statementsOf(this.#t);
+    this.#groups = new AdvanceGroups(db, this.#sql, db.pool.options.max ?? DEFAULT_POOL_MAX);
   }
 
   /** Never shows the pool or its connection parameters. */
@@ -168,7 +175,7 @@ export class PostgresStore extends SessionStoreBase {
           this.settings.isBoundary,
           nextUpdatedAt(head.summary.updatedAt),
         );
-        if (await advance(this.#db, this.#sql, id, head, summary, encoded, context)) {
+        if (await this.#groups.advance({ id, head, summary, encoded, context })) {
           this.#heads.set(id, { createdAt: head.createdAt, summary });
           return { nextSeq: summary.eventCount };
         }
@@ -235,20 +242,17 @@ export class PostgresStore extends SessionStoreBase {
   /** Every event with the commit state, in one snapshot; `cut` quarantines an interrupted tail. */
   protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
     if (tail === 'cut') return this.loadAndCut(id);
-    let header: SessionHeader | undefined;
-    let orphans = false;
-    const events: SessionEvent[] = [];
-    // The row (seq -1) comes first: a newer format or a damaged row stops decoding the events.
-    await this.#db.run(this.#db.context(`loading session ${id}`, id), (s) =>
-      s.eachRow('SELECT events', this.#sql.load, [id], (r) => {
-        if (header !== undefined) events.push(decodeEventRow(id, r, events.length));
-        else if (r[0] === '-1') header = headerOf(id, JSON.parse(r[3]!) as SessionRow);
-        else orphans = true;
-      }),
+    const { text, name } = this.#sql.load;
+    const result = await this.#db.run(this.#db.context(`loading session ${id}`, id), (s) =>
+      s.rows('SELECT events', text, [id], name),
     );
-    if (orphans) throw sessionRowDamaged(id); // events, but no sessions row
-    if (header === undefined) throw errors.notFound(id);
-    return this.loaded(id, header, events);
+    // The row (seq -1) sorts first: a newer format or a damaged row stops decoding the events.
+    const rows = inSeqOrder(result);
+    const first = rows[0];
+    if (first === undefined) throw errors.notFound(id);
+    if (first[0] !== '-1') throw sessionRowDamaged(id); // events, but no sessions row
+    const header = headerOf(id, JSON.parse(first[3]!) as SessionRow);
+    return this.loaded(id, header, decodeEventRows(id, rows, 0, 1));
   }
 
   /** The session from its header and its decoded events, checked against each other. */

@@ -1,9 +1,12 @@
-// How load decodes what it streams: the sessions row first, then each event row checked as it
-// arrives. These guard the one-statement load against damage a plain row read would also catch.
+// How load decodes the rows of its one statement: the sessions row first, then each event row
+// checked in seq order. These guard the one-statement load against damage a plain row read would
+// also catch, and against rows the server sends out of seq order.
+import { crc32 } from 'node:zlib';
 import { isTidemarkError, type SessionEvent } from '@tidemark/core';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../src/index.js';
-import { decodeEventRow, eventChecksum } from '../src/rows.js';
+import { decodeEventRow, eventChecksum, inSeqOrder } from '../src/rows.js';
 import { adminPool, dropSchemas, endAdmin, PG_URL, schemaName, serverAvailable } from './server.js';
 
 const available = await serverAvailable();
@@ -47,6 +50,29 @@ describe('decodeEventRow', () => {
   });
 });
 
+describe('eventChecksum', () => {
+  // Guards the JS-folded prefix: the stored checksums stay the CRC-32 of the UTF-8 of the whole row.
+  it('is the CRC-32 of type NUL time NUL data, for any text (non-ASCII and lone surrogates too)', () => {
+    const text = fc.oneof(fc.string({ unit: 'grapheme-ascii' }), fc.string({ unit: 'binary' }));
+    fc.assert(
+      fc.property(text, text, text, (type, time, data) => {
+        expect(eventChecksum(type, time, data)).toBe(crc32(`${type}\u0000${time}\u0000${data}`) | 0);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('inSeqOrder', () => {
+  // Guards load without ORDER BY: rows already in order are taken as they are, others are sorted.
+  it('keeps rows in seq order as they are and sorts the others numerically', () => {
+    const ordered = [['-1'], ['0'], ['1'], ['2']];
+    expect(inSeqOrder(ordered)).toBe(ordered);
+    expect(inSeqOrder([['10'], ['-1'], ['9'], ['0']]).map((r) => r[0])).toEqual(['-1', '0', '9', '10']);
+    expect(inSeqOrder([])).toEqual([]);
+  });
+});
+
 describe.skipIf(!available)('load', () => {
   const events = (n: number): SessionEvent[] =>
     Array.from({ length: n }, (_, i) => ({
@@ -70,6 +96,22 @@ describe.skipIf(!available)('load', () => {
     ]);
     const error = await store.load(meta.id).catch((e: unknown) => e);
     expect(isTidemarkError(error, 'UNSUPPORTED_FORMAT')).toBe(true);
+    await store.close();
+  });
+
+  // Guards load's own ordering: rows stored in reverse physical order still load in seq order.
+  it('loads events in seq order whatever order the table holds them in', async () => {
+    const store = await openPostgresStore({ connectionString: PG_URL, schema });
+    const meta = await store.create({});
+    await store.append(meta.id, events(40));
+    const t = `"${schema}".events`;
+    await adminPool().query(
+      `WITH gone AS (DELETE FROM ${t} WHERE session_id = $1 RETURNING *)
+       INSERT INTO ${t} SELECT * FROM gone ORDER BY seq DESC`,
+      [meta.id],
+    );
+    const loaded = await store.load(meta.id);
+    expect(loaded.events.map((e) => e.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
     await store.close();
   });
 
