@@ -3,8 +3,8 @@
 
 const xml = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-const LEFT = 360;
-const RIGHT = 880;
+const LEFT = 430;
+const RIGHT = 950;
 const TOP = 56;
 const ROW = 22;
 
@@ -26,14 +26,14 @@ function axis(rows) {
   return { x, ticks };
 }
 
-function gridLines({ x, ticks }, height, goal) {
+function gridLines({ x, ticks }, bottom, goal) {
   const parts = [];
   for (const t of ticks) {
     const at = x(t).toFixed(1);
     const strong = t === 1 || t === goal;
     parts.push(
-      `<line x1="${at}" y1="${TOP - 6}" x2="${at}" y2="${height - 30}" stroke="${strong ? '#555' : '#ddd'}" stroke-width="${strong ? 1.5 : 1}"${t === goal ? ' stroke-dasharray="4 3"' : ''}/>`,
-      `<text x="${at}" y="${height - 14}" text-anchor="middle" font-size="11">${Number(t.toPrecision(2))}x</text>`,
+      `<line x1="${at}" y1="${TOP - 6}" x2="${at}" y2="${bottom}" stroke="${strong ? '#555' : '#ddd'}" stroke-width="${strong ? 1.5 : 1}"${t === goal ? ' stroke-dasharray="4 3"' : ''}/>`,
+      `<text x="${at}" y="${bottom + 14}" text-anchor="middle" font-size="11">${Number(t.toPrecision(2))}x</text>`,
     );
   }
   return parts;
@@ -41,7 +41,7 @@ function gridLines({ x, ticks }, height, goal) {
 
 function bar(row, i, { x }, goal) {
   const y = TOP + i * ROW;
-  const label = `${row.workload} ${row.metric} vs ${row.peer}`;
+  const label = `${row.workload} ${row.metric}: ${row.peer} / ${row.against}`;
   const parts = [`<text x="${LEFT - 8}" y="${y + 14}" text-anchor="end" font-size="12">${xml(label)}</text>`];
   if (row.ratio === undefined) {
     parts.push(`<text x="${x(1) + 6}" y="${y + 14}" font-size="11" fill="#888">not run</text>`);
@@ -57,17 +57,22 @@ function bar(row, i, { x }, goal) {
   return parts;
 }
 
-/** The whole chart of `rows` (ratio undefined when the peer did not run the workload). */
-export function svgChart(rows, { goal, title }) {
-  const height = TOP + rows.length * ROW + 40;
+/** The whole chart of the rows that ran; those that did not are named in one line below it. */
+export function svgChart(all, { goal, title }) {
+  const rows = all.filter((r) => r.ratio !== undefined);
+  const notRun = [...new Set(all.filter((r) => r.ratio === undefined).map((r) => `${r.workload} ${r.peer}`))];
+  const height = TOP + rows.length * ROW + 40 + (notRun.length > 0 ? 20 : 0);
   const scale = axis(rows);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${RIGHT + 60}" height="${height}" viewBox="0 0 ${RIGHT + 60} ${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="16" y="22" font-size="15" font-weight="bold">${xml(title)}</text>`,
     `<text x="16" y="40" font-size="11" fill="#555">peer time / tidemark time, log scale; right of 1x tidemark is faster; dashed line: the ${goal}x goal; green meets it, amber is faster but short of it, red is slower</text>`,
-    ...gridLines(scale, height, goal),
+    ...gridLines(scale, TOP + rows.length * ROW + 10, goal),
     ...rows.flatMap((row, i) => bar(row, i, scale, goal)),
+    notRun.length > 0
+      ? `<text x="16" y="${height - 4}" font-size="11" fill="#555">not run (no such API or a crash; see peers.md): ${xml(notRun.join(', '))}</text>`
+      : '',
     '</svg>',
   ];
   return `${parts.join('\n')}\n`;
