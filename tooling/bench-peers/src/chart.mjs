@@ -64,10 +64,11 @@ export function svgChart(all, { goal, title }) {
   const height = TOP + rows.length * ROW + 40 + (notRun.length > 0 ? 20 : 0);
   const scale = axis(rows);
   const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${RIGHT + 60}" height="${height}" viewBox="0 0 ${RIGHT + 60} ${height}" font-family="sans-serif">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${RIGHT + 60}" height="${height}" viewBox="0 0 ${RIGHT + 60} ${height}" font-family="sans-serif" role="img">`,
+    `<title>${xml(title)}</title>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="16" y="22" font-size="15" font-weight="bold">${xml(title)}</text>`,
-    `<text x="16" y="40" font-size="11" fill="#555">peer time / tidemark time, log scale; right of 1x tidemark is faster; dashed line: the ${goal}x goal; green meets it, amber is faster but short of it, red is slower</text>`,
+    `<text x="16" y="40" font-size="11" fill="#555">peer / tidemark, in time (W3 size: in bytes), log scale; right of 1x tidemark is faster or smaller; dashed: the ${goal}x goal; green meets it, amber falls short, red is slower or larger</text>`,
     ...gridLines(scale, TOP + rows.length * ROW + 10, goal),
     ...rows.flatMap((row, i) => bar(row, i, scale, goal)),
     notRun.length > 0
