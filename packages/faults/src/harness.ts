@@ -36,8 +36,14 @@ export interface HarnessOptions {
   progress?: Progress;
 }
 
-/** Quick crash sweeps cut long writes at fewer offsets; full sweeps cut writes up to 64 bytes at every byte. */
+/**
+ * Quick crash sweeps cut a long write at 0, 1, the last byte (a line missing only its newline),
+ * both sides of every line boundary and a few even samples; short ones at every byte.
+ */
 export const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+
+/** Full crash sweeps cut every pending write at every byte offset, whatever its length. */
+export const FULL_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: Number.POSITIVE_INFINITY };
 
 const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
 
@@ -121,7 +127,7 @@ export async function runFaultHarness(
           report,
           {
             syncOnly: quick,
-            limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}),
+            limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS),
             recoverySamples: quick ? 6 : 40,
           },
           options.progress,

@@ -4,7 +4,7 @@
 import { enumerateCrashStates } from './crash-fs.js';
 import type { HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
-import { QUICK_CRASH_LIMITS } from './harness.js';
+import { FULL_CRASH_LIMITS, QUICK_CRASH_LIMITS } from './harness.js';
 import type { RunOutcome } from './runner.js';
 import { checkCrashState, type ErrorFault, recordCrashPoints, runEngineOnce, runFsOnce } from './sweeps.js';
 
@@ -84,7 +84,7 @@ export async function replayRun(driver: HarnessDriver, id: string, quick: boolea
     throw new Error(
       `no crash point after op ${target.afterOp}${quick ? ' in a quick run' : ''} (replay with the same --quick as the report)`,
     );
-  const states = enumerateCrashStates(crash.point, quick ? QUICK_CRASH_LIMITS : {});
+  const states = enumerateCrashStates(crash.point, quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
   const state = states[target.stateIndex];
   if (state === undefined)
     throw new Error(

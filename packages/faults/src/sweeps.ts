@@ -16,7 +16,8 @@ import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import type { ReportBuilder } from './report.js';
-import { Checker, emptyOutcome, runWorkload, verifyAfterLift } from './runner.js';
+import { reopenAndVerify } from './reread.js';
+import { Checker, emptyOutcome, runWorkload } from './runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
@@ -121,25 +122,6 @@ export async function runFsOnce(
   faulty.lift();
   await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT }), model, check, false);
   return { check, trace: faulty.trace, injected: faulty.injected };
-}
-
-async function reopenAndVerify(
-  open: () => Promise<SessionStore>,
-  model: WorkloadModel,
-  check: Checker,
-  crash: boolean,
-): Promise<void> {
-  const reopened = await check.attempt('reopen after lift', open);
-  if (!reopened.ok) {
-    check.outcome.lostEvents += model.ackedEvents;
-    check.violation(
-      'not-writable',
-      `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`,
-    );
-    return;
-  }
-  await verifyAfterLift(reopened.value, model, check, { crash });
-  await closeQuietly(check, reopened.value);
 }
 
 /** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */

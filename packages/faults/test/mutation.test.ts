@@ -13,6 +13,7 @@ import {
   jsonlEnotdirAsNotFound,
   jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
+  jsonlRepairLeavesFragment,
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
@@ -85,6 +86,15 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('not-writable');
   }, 120_000);
+  it('(k) a repair that leaves the next append to corrupt the log: caught on the second reopen', async () => {
+    const report = await runFaultHarness(jsonlRepairLeavesFragment(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    // Every check of the first reopen passes; the damage shows only when the append is read back.
+    const steps = report.failures.map((f) => f.step);
+    expect(steps).toContain('second reopen after recovery');
+    expect(steps.every((step) => step === 'second reopen after recovery')).toBe(true);
+  }, 120_000);
+
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
     // The damaged-file sweep alone: through runFaultHarness it comes after the whole crash sweep,
     // which finds nothing here and took ~20 s of the suite on its own.
