@@ -32,9 +32,10 @@ export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
   return {
     name: 'jsonl',
     kind: 'fs',
-    async open({ fs, root }) {
+    durabilities: ['strict', 'relaxed'],
+    async open({ fs, root, durability }) {
       const { openJsonlStore } = await load<JsonlModule>('@tidemark/jsonl');
-      return openJsonlStore({ ...options, root, fs });
+      return openJsonlStore({ ...options, ...(durability !== undefined && { durability }), root, fs });
     },
     real: {
       location: 'dir',
@@ -204,17 +205,19 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     // Group commit (contract §6.5): appends to different sessions issued together share a commit, so
     // the step sweep and the SIGKILL writer issue them together.
     workload: GROUP_COMMIT_WORKLOAD,
-    async create() {
+    durabilities: ['strict', 'relaxed'],
+    async create(mode) {
       const dir = await fsp.mkdtemp(join(tmpdir(), 'tidemark-sqlite-'));
       const { openSqliteStore } = await load<SqliteModule>('@tidemark/sqlite');
       const path = join(dir, 'store.db');
+      const opts = { ...options, ...(mode?.durability !== undefined && { durability: mode.durability }) };
       return {
         open: (inject) =>
           openSqliteStore(
             inject === undefined
-              ? { ...options, path }
+              ? { ...opts, path }
               : {
-                  ...options,
+                  ...opts,
                   path,
                   beforeStorageStep(step, id) {
                     try {

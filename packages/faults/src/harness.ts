@@ -1,9 +1,11 @@
 import type { CrashStateLimits } from './crash-fs.js';
+import { damageSweepFs } from './damage.js';
 import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
+import type { SweepMode } from './mode.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, damageSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -65,6 +67,78 @@ async function runServerFaults(
   total.runs += server.runs;
 }
 
+/** In the quick run, modes after the first check one fault or crash state in this many. */
+export const QUICK_MODE_SAMPLE = 5;
+
+/** The durability modes a driver declares, the first swept whole, the others sampled when quick. */
+function sweepModes(driver: HarnessDriver, quick: boolean): SweepMode[] {
+  const durabilities = driver.durabilities ?? ['strict'];
+  return durabilities.map((durability, i) => ({
+    durability,
+    sample: quick && i > 0 ? QUICK_MODE_SAMPLE : 1,
+  }));
+}
+
+/** What {@link sweepOneMode} needs of the harness options. */
+interface SweepSettings {
+  errnos: readonly ErrnoName[];
+  engineErrnos: readonly ErrnoName[];
+  persistentErrnos: readonly ErrnoName[];
+  quick: boolean;
+  skip: ReadonlySet<string>;
+  options: HarnessOptions;
+}
+
+/** The error and crash sweeps of one driver in one durability mode; adds to `total`. */
+async function sweepOneMode(
+  driver: HarnessDriver,
+  report: ReportBuilder,
+  mode: SweepMode,
+  settings: SweepSettings,
+  total: BackendTotals,
+): Promise<void> {
+  const { quick, skip, options, persistentErrnos } = settings;
+  if (!skip.has('errors')) {
+    if (driver.kind === 'fs' || driver.injectsSteps) {
+      const swept =
+        driver.kind === 'fs'
+          ? await errorSweepFs(driver, report, settings.errnos, persistentErrnos, options.progress, mode)
+          : await errorSweepEngine(
+              driver,
+              report,
+              settings.engineErrnos,
+              persistentErrnos,
+              options.progress,
+              mode,
+            );
+      total.operationsSwept += swept.operations;
+      total.runs += swept.runs;
+    } else if (mode.sample === 1) {
+      report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
+    }
+  }
+  if (skip.has('crash')) return;
+  if (driver.kind !== 'fs') {
+    if (mode.durability === 'strict')
+      report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+    return;
+  }
+  const limits = options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
+  const recoverySamples = quick ? 6 : 40;
+  const swept = await crashSweepFs(
+    driver,
+    report,
+    { syncOnly: quick, limits, recoverySamples },
+    options.progress,
+    mode,
+  );
+  total.crashPoints += swept.points;
+  total.crashStates += swept.states;
+  total.runs += swept.recoveryRuns;
+  // Damage to a file is the same whatever the mode that wrote it: swept once.
+  if (mode.durability === 'strict') total.runs += await damageSweepFs(driver, report);
+}
+
 /**
  * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
@@ -101,44 +175,9 @@ export async function runFaultHarness(
       killAcks: 0,
       durationMs: 0,
     };
-    if (!skip.has('errors')) {
-      if (driver.kind === 'fs') {
-        const swept = await errorSweepFs(driver, report, errnos, persistentErrnos, options.progress);
-        total.operationsSwept = swept.operations;
-        total.runs = swept.runs;
-      } else if (driver.injectsSteps) {
-        const swept = await errorSweepEngine(
-          driver,
-          report,
-          engineErrnos,
-          persistentErrnos,
-          options.progress,
-        );
-        total.operationsSwept = swept.operations;
-        total.runs = swept.runs;
-      } else {
-        report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
-      }
-    }
-    if (!skip.has('crash')) {
-      if (driver.kind === 'fs') {
-        const swept = await crashSweepFs(
-          driver,
-          report,
-          {
-            syncOnly: quick,
-            limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS),
-            recoverySamples: quick ? 6 : 40,
-          },
-          options.progress,
-        );
-        total.crashPoints = swept.points;
-        total.crashStates = swept.states;
-        total.runs += swept.recoveryRuns;
-        total.runs += await damageSweepFs(driver, report);
-      } else {
-        report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
-      }
+    for (const mode of sweepModes(driver, quick)) {
+      const swept = { errnos, engineErrnos, persistentErrnos, quick, skip, options };
+      await sweepOneMode(driver, report, mode, swept, total);
     }
     if (!skip.has('real')) {
       const realOptions: RealFaultOptions = {

@@ -8,6 +8,7 @@
 export * from './args.js';
 export * from './child-protocol.js';
 export * from './crash-fs.js';
+export * from './damage.js';
 export * from './driver.js';
 export * from './drivers.js';
 export * from './errno.js';

@@ -273,6 +273,13 @@ export class WorkloadModel {
     return copy;
   }
 
+  /** A copy to check a crash state with: the batches a relaxed store had not synced may be gone. */
+  afterCrash(): WorkloadModel {
+    const copy = this.clone();
+    for (const session of copy.sessions.values()) session.unsyncedMayBeLost = true;
+    return copy;
+  }
+
   /** Acknowledged events, all sessions. */
   get ackedEvents(): number {
     let n = 0;

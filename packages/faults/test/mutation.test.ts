@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import {
+  crashSweepFs,
   damageSweepFs,
   type HarnessOptions,
   type HarnessReport,
+  QUICK_CRASH_LIMITS,
+  QUICK_MODE_SAMPLE,
   ReportBuilder,
   runFaultHarness,
 } from '../src/index.js';
@@ -13,6 +16,7 @@ import {
   jsonlEnotdirAsNotFound,
   jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
+  jsonlRelaxedWithoutBoundarySync,
   jsonlRepairLeavesFragment,
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
@@ -93,6 +97,22 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     const steps = report.failures.map((f) => f.step);
     expect(steps).toContain('second reopen after recovery');
     expect(steps.every((step) => step === 'second reopen after recovery')).toBe(true);
+  }, 120_000);
+
+  it('(l) relaxed durability that never syncs a boundary batch: caught by the relaxed crash sweep only', async () => {
+    // The crash sweep alone, sampled as the quick run samples the relaxed mode.
+    const sweep = async (durability: 'strict' | 'relaxed') => {
+      const builder = new ReportBuilder(3);
+      const options = { syncOnly: true, limits: QUICK_CRASH_LIMITS, recoverySamples: 0 };
+      await crashSweepFs(jsonlRelaxedWithoutBoundarySync(), builder, options, undefined, {
+        durability,
+        sample: QUICK_MODE_SAMPLE,
+      });
+      return builder.build(true, new Date(), []);
+    };
+    expect((await sweep('strict')).passed).toBe(true);
+    const cell = failing(await sweep('relaxed'), 'crash (power loss) [relaxed]');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
   }, 120_000);
 
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
