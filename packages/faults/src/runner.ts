@@ -86,14 +86,18 @@ export class Checker {
     if (kind === 'false-absence') this.outcome.absences++;
   }
 
-  /** Runs a store call; a rejection that is not a TidemarkError is an `untyped-error` violation. */
-  async attempt<T>(what: string, call: () => Promise<T>): Promise<Attempt<T>> {
+  /**
+   * Runs a store call; a rejection that is not a TidemarkError is an `untyped-error` violation.
+   * A typed error other than NOT_FOUND counts as a fault surfaced, unless it is the `expected`
+   * answer of a probe (CONFLICT for a conflicting batch).
+   */
+  async attempt<T>(what: string, call: () => Promise<T>, expected?: string): Promise<Attempt<T>> {
     try {
       return { ok: true, value: await call() };
     } catch (error) {
       if (isTidemarkError(error)) {
         // NOT_FOUND is how true absence answers; the model decides whether it was true.
-        if (error.code !== 'NOT_FOUND') {
+        if (error.code !== 'NOT_FOUND' && error.code !== expected) {
           this.outcome.errorsSurfaced++;
           this.outcome.firstError ??= {
             call: what,

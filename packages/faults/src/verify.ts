@@ -145,8 +145,10 @@ async function verifyWritableAfterLift(
     const appended = await check.attempt(`append(${session.id}) after lift`, () =>
       store.append(session.id, events),
     );
-    if (appended.ok) session.ack(events.map(canonicalEvent), true);
-    else {
+    if (appended.ok) {
+      session.ack(events.map(canonicalEvent), true);
+      await verifyConflictAfterLift(store, session, check, nextSeq);
+    } else {
       session.inDoubt.push(events.map(canonicalEvent));
       check.violation(
         'not-writable',
@@ -169,4 +171,28 @@ async function verifyWritableAfterLift(
       `a new session cannot be written after the fault was lifted: ${appended.error?.message ?? ''}`,
     );
   }
+}
+
+/**
+ * A different batch at a seq the log holds (a second writer, or a retry that changed its data)
+ * must be CONFLICT and write nothing (contract §3, §4): only a retry of the same batch is
+ * idempotent. Nothing written is checked by the second reopen (reread.ts), whose model lacks it.
+ */
+async function verifyConflictAfterLift(
+  store: SessionStore,
+  session: ModelSession,
+  check: Checker,
+  storedSeq: number,
+): Promise<void> {
+  const different = [workloadEvent(session.key, storedSeq, 'tool/call')];
+  const result = await check.attempt(
+    `append(${session.id}) of a different batch at stored seq ${storedSeq}`,
+    () => store.append(session.id, different),
+    'CONFLICT',
+  );
+  if (result.ok || result.error?.code !== 'CONFLICT')
+    check.violation(
+      'conflict-accepted',
+      `append(${session.id}) of a different batch at stored seq ${storedSeq} ${result.ok ? 'succeeded' : `rejected with ${result.error?.code ?? 'an untyped error'}`}, not CONFLICT`,
+    );
 }

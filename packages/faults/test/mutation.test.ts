@@ -9,7 +9,11 @@ import {
   ReportBuilder,
   runFaultHarness,
 } from '../src/index.js';
-import { engineHasWithoutHook, engineSwallowingBusy } from './fixtures/broken-engines.js';
+import {
+  engineConflictAsRetry,
+  engineHasWithoutHook,
+  engineSwallowingBusy,
+} from './fixtures/broken-engines.js';
 import {
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
@@ -141,5 +145,11 @@ describe('mutation check: the harness catches deliberately broken engine backend
     expect(report.failures.map((f) => f.detail)).toContain(
       'no injected fault ever made has() fail: the fault hook or port does not reach it',
     );
+  }, 60_000);
+
+  it('(m) a different batch at a stored seq taken for a retry: CONFLICT expected, nothing written', async () => {
+    const report = await runFaultHarness(engineConflictAsRetry(), { ...base, skip: ['real'] });
+    expect(failing(report, 'no fault (baseline)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('conflict-accepted');
   }, 60_000);
 });
