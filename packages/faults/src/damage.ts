@@ -6,20 +6,10 @@ import type { FsHarnessDriver } from './driver.js';
 import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
+import { filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
 import { Checker, runWorkload } from './runner.js';
 import { SWEEP_ROOT } from './sweeps.js';
-
-/** Every file under `dir` of a memfs volume, with its bytes. */
-export function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {
-  const files = new Map<string, Uint8Array>();
-  for (const name of volume.readdirSync(dir) as string[]) {
-    const path = posix.join(dir, name);
-    if (volume.lstatSync(path).isDirectory()) for (const [p, b] of filesUnder(volume, path)) files.set(p, b);
-    else files.set(path, Uint8Array.from(volume.readFileSync(path) as Buffer));
-  }
-  return files;
-}
 
 /**
  * Damaged storage (bit rot, a bad sector): the workload runs without faults, then for every file

@@ -23,6 +23,16 @@ export interface FsHarnessDriver {
   real?: RealFaultSupport;
   /** Extra real faults this backend knows how to cause (e.g. corrupting its own files). */
   realFaults?: readonly RealFaultCase[];
+  /** Which files are logs and which quarantine; given, every crash state checks removed = quarantined bytes. */
+  layout?: FsLayout;
+}
+
+/** The file roles of an fs backend, for the quarantine invariant (quarantine.ts). */
+export interface FsLayout {
+  /** An event log, whose bytes a repair may take out only into quarantine. */
+  isLog(path: string): boolean;
+  /** A quarantine file, where removed bytes go. */
+  isQuarantine(path: string): boolean;
 }
 
 /** Throw from it to inject a fault before the named engine step; return to let the step run. */

@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
-import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
+import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
 import { GROUP_COMMIT_WORKLOAD } from './workload.js';
 
@@ -27,12 +27,20 @@ type SqliteModule = {
   ): Promise<SessionStore>;
 };
 
+/** JSONL's files: `<bucket>/<id>.jsonl` logs, `<root>/.quarantine/` (dot files are catalogs and temp files). */
+export const JSONL_LAYOUT: FsLayout = {
+  isLog: (path) =>
+    path.endsWith('.jsonl') && !basename(path).startsWith('.') && !path.includes('/.quarantine/'),
+  isQuarantine: (path) => path.includes('/.quarantine/'),
+};
+
 /** `@tidemark/jsonl` as an fs-kind driver (FaultyFs and CrashFs sweeps, real faults). */
 export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
   return {
     name: 'jsonl',
     kind: 'fs',
     durabilities: ['strict', 'relaxed'],
+    layout: JSONL_LAYOUT,
     async open({ fs, root, durability }) {
       const { openJsonlStore } = await load<JsonlModule>('@tidemark/jsonl');
       return openJsonlStore({ ...options, ...(durability !== undefined && { durability }), root, fs });

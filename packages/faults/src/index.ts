@@ -17,6 +17,7 @@ export * from './harness.js';
 export * from './memfs-fs.js';
 export * from './memory-driver.js';
 export * from './model.js';
+export * from './quarantine.js';
 export * from './real.js';
 export * from './replay.js';
 export * from './report.js';

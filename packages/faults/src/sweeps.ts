@@ -14,6 +14,7 @@ import { memfsFileSystem } from './memfs-fs.js';
 import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
+import { checkQuarantine, filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
 import { reopenAndVerify } from './reread.js';
 import { Checker, emptyOutcome, runWorkload } from './runner.js';
@@ -349,15 +350,13 @@ export async function checkCrashState(
   model: WorkloadModel,
   mode: SweepMode = STRICT_MODE,
 ): Promise<Checker> {
-  const fs: FileSystem = materialize(state);
+  const fs = materialize(state);
   const check = new Checker();
   const { durability } = mode;
-  await reopenAndVerify(
-    () => driver.open({ fs, root: SWEEP_ROOT, durability }),
-    model.afterCrash(),
-    check,
-    true,
-  );
+  const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
+  await reopenAndVerify(open, model.afterCrash(), check, true);
+  if (driver.layout !== undefined)
+    checkQuarantine(driver.layout, state.files, filesUnder(fs.volume, '/'), check);
   return check;
 }
 

@@ -20,6 +20,7 @@ import {
   jsonlEnotdirAsNotFound,
   jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
+  jsonlQuarantineDropsAByte,
   jsonlRelaxedWithoutBoundarySync,
   jsonlRepairLeavesFragment,
   jsonlUpdateWithoutDirSync,
@@ -117,6 +118,13 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect((await sweep('strict')).passed).toBe(true);
     const cell = failing(await sweep('relaxed'), 'crash (power loss) [relaxed]');
     expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('(n) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {
+    const report = await runFaultHarness(jsonlQuarantineDropsAByte(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    // Nothing else is wrong: every acknowledged event is there, only a removed byte is gone.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
   }, 120_000);
 
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
