@@ -7,7 +7,7 @@ import type { Durability } from '@tidemark/core';
 export interface SweepMode {
   durability: Durability;
   /**
-   * Run one fault (or crash state) in `sample`, spread over the whole sweep (1: every one). The
+   * Run one fault (or crash point) in `sample`, spread over the whole sweep (1: every one). The
    * quick run samples the modes after the first, so that each is crashed without doubling CI.
    */
   sample: number;

@@ -18,7 +18,10 @@ export async function probeStore(
   allowInDoubt = false,
 ): Promise<void> {
   const opened = await check.attempt('open under fault', open);
-  if (!opened.ok) return;
+  if (!opened.ok) {
+    check.openAnswer(opened.error);
+    return;
+  }
   const store = opened.value;
   for (const session of model.sessions.values()) {
     const has = await check.attempt(`has(${session.id})`, () => store.has(session.id));

@@ -117,6 +117,15 @@ export class Checker {
     }
   }
 
+  /**
+   * Judges a rejected open: the store's location exists (the harness made it, or wrote to it), so
+   * NOT_FOUND is false absence whatever the damage; any other typed error is a fair answer.
+   */
+  openAnswer(error: TidemarkError | undefined): void {
+    if (error?.code === 'NOT_FOUND')
+      this.violation('false-absence', `open said NOT_FOUND for a store that exists: ${error.message}`);
+  }
+
   /** Checks a has() answer against the model. */
   has(session: ModelSession, present: boolean, allowResurrection = false): void {
     if (!present && session.exists === 'yes')

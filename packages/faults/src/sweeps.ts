@@ -124,6 +124,7 @@ export async function runFsOnce(
     });
     await closeQuietly(check, opened.value);
   }
+  if (!opened.ok) check.openAnswer(opened.error);
   faulty.lift();
   await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT, durability }), model, check, false);
   return { check, trace: faulty.trace, injected: faulty.injected };
@@ -167,6 +168,7 @@ export async function errorSweepFs(
     for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
+    report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
@@ -207,7 +209,7 @@ export async function runEngineOnce(
         ...(driver.workload !== undefined && { steps: driver.workload }),
       });
       await closeQuietly(check, opened.value);
-    }
+    } else check.openAnswer(opened.error);
     lifted = true;
     await reopenAndVerify(() => storage.open(), model, check, false);
   } finally {
@@ -238,6 +240,7 @@ export async function errorSweepEngine(
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
+    report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
@@ -377,11 +380,12 @@ export async function crashSweepFs(
   let states = 0;
   let done = 0;
   const damaged: { state: CrashState; model: WorkloadModel; label: string }[] = [];
-  for (const { point, model: pointModel, step } of recorded) {
+  for (const [pointIndex, { point, model: pointModel, step }] of recorded.entries()) {
     if (report.enough) break;
+    // A sampled mode checks every state of one crash point in `sample` (enumerating the states
+    // is what costs, so points, not states, are sampled); the point after close() always.
+    if (!inSample(mode, pointIndex) && pointIndex !== recorded.length - 1) continue;
     for (const [index, state] of [...enumerateCrashStates(point, options.limits)].entries()) {
-      // A sampled mode checks one state in `sample`, staggered so every kind of state is met.
-      if (!inSample(mode, index, point.afterOp)) continue;
       const stateCheck = await checkCrashState(driver, state, pointModel, mode);
       const label = `crash after op ${point.afterOp} (${point.op}), ${state.label}`;
       report.add(driver.name, row, label, stateCheck.outcome, true, {
@@ -447,6 +451,7 @@ async function recoverySweep(
         true,
       );
       const entry = counting.trace[at - 1];
+      report.expectErrors(driver.name, modeClass('crash + EIO during recovery', mode));
       report.add(
         driver.name,
         modeClass('crash + EIO during recovery', mode),

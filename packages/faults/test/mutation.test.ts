@@ -13,6 +13,8 @@ import {
   engineConflictAsRetry,
   engineHasWithoutHook,
   engineSwallowingBusy,
+  engineSwallowingEacces,
+  sqliteOpenFaultAsNotFound,
 } from './fixtures/broken-engines.js';
 import {
   jsonlDeleteSummaryFirst,
@@ -127,6 +129,19 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
   }, 120_000);
 
+  it('(p) an open that answers a storage fault with NOT_FOUND: false absence', async () => {
+    const report = await runFaultHarness(sqliteOpenFaultAsNotFound(), {
+      ...base,
+      skip: ['real', 'server'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    expect(failing(report, 'EIO once')).toBeDefined();
+    expect(report.failures.map((f) => f.detail)).toContainEqual(
+      expect.stringMatching(/^open said NOT_FOUND for a store that exists/),
+    );
+  }, 120_000);
+
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
     // The damaged-file sweep alone: through runFaultHarness it comes after the whole crash sweep,
     // which finds nothing here and took ~20 s of the suite on its own.
@@ -159,5 +174,13 @@ describe('mutation check: the harness catches deliberately broken engine backend
     const report = await runFaultHarness(engineConflictAsRetry(), { ...base, skip: ['real'] });
     expect(failing(report, 'no fault (baseline)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('conflict-accepted');
+  }, 60_000);
+
+  it('(o) an errno class swallowed below the store: its cell fails for want of any typed error', async () => {
+    const report = await runFaultHarness(engineSwallowingEacces(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EACCES once');
+    expect(cell?.faultsInjected ?? 0).toBeGreaterThan(0);
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.kind)).toEqual(['outcome-missing']);
   }, 60_000);
 });
