@@ -97,7 +97,7 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('not-writable');
   }, 120_000);
-  it('(k) a repair that leaves the next append to corrupt the log: caught on the second reopen', async () => {
+  it('(m) a repair that leaves the next append to corrupt the log: caught on the second reopen', async () => {
     const report = await runFaultHarness(jsonlRepairLeavesFragment(), { ...base, skip: ['real', 'errors'] });
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     // Every check of the first reopen passes; the damage shows only when the append is read back.
@@ -106,7 +106,7 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(steps.every((step) => step === 'second reopen after recovery')).toBe(true);
   }, 120_000);
 
-  it('(l) relaxed durability that never syncs a boundary batch: caught by the relaxed crash sweep only', async () => {
+  it('(n) relaxed durability that never syncs a boundary batch: caught by the relaxed crash sweep only', async () => {
     // The crash sweep alone, sampled as the quick run samples the relaxed mode.
     const sweep = async (durability: 'strict' | 'relaxed') => {
       const builder = new ReportBuilder(3);
@@ -122,14 +122,14 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
   }, 120_000);
 
-  it('(n) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {
+  it('(p) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {
     const report = await runFaultHarness(jsonlQuarantineDropsAByte(), { ...base, skip: ['real', 'errors'] });
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     // Nothing else is wrong: every acknowledged event is there, only a removed byte is gone.
     expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
   }, 120_000);
 
-  it('(p) an open that answers a storage fault with NOT_FOUND: false absence', async () => {
+  it('(r) an open that answers a storage fault with NOT_FOUND: false absence', async () => {
     const report = await runFaultHarness(sqliteOpenFaultAsNotFound(), {
       ...base,
       skip: ['real', 'server'],
@@ -170,13 +170,13 @@ describe('mutation check: the harness catches deliberately broken engine backend
     );
   }, 60_000);
 
-  it('(m) a different batch at a stored seq taken for a retry: CONFLICT expected, nothing written', async () => {
+  it('(o) a different batch at a stored seq taken for a retry: CONFLICT expected, nothing written', async () => {
     const report = await runFaultHarness(engineConflictAsRetry(), { ...base, skip: ['real'] });
     expect(failing(report, 'no fault (baseline)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('conflict-accepted');
   }, 60_000);
 
-  it('(o) an errno class swallowed below the store: its cell fails for want of any typed error', async () => {
+  it('(q) an errno class swallowed below the store: its cell fails for want of any typed error', async () => {
     const report = await runFaultHarness(engineSwallowingEacces(), { quick: true, skip: ['real'] });
     const cell = report.cells.find((c) => c.faultClass === 'EACCES once');
     expect(cell?.faultsInjected ?? 0).toBeGreaterThan(0);
