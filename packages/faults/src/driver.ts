@@ -1,4 +1,4 @@
-import type { FileSystem, JsonObject, SessionStore } from '@tidemark/core';
+import type { Durability, FileSystem, JsonObject, SessionStore } from '@tidemark/core';
 import type { ReportBuilder } from './report.js';
 import type { WorkloadStep } from './workload.js';
 
@@ -9,12 +9,30 @@ import type { WorkloadStep } from './workload.js';
 export interface FsHarnessDriver {
   name: string;
   kind: 'fs';
-  /** Opens a store rooted at `root` on `fs`. The harness creates `root` beforehand. */
-  open(target: { fs: FileSystem; root: string }): Promise<SessionStore>;
+  /**
+   * Opens a store rooted at `root` on `fs`, with `durability` when the harness sweeps a mode
+   * (undefined: the backend's default). The harness creates `root` beforehand.
+   */
+  open(target: { fs: FileSystem; root: string; durability?: Durability }): Promise<SessionStore>;
+  /**
+   * The durability modes to sweep (default `['strict']`), each with its own rows and the invariant
+   * its mode promises (README: durability modes).
+   */
+  durabilities?: readonly Durability[];
   /** Real-disk faults (SIGKILL, ENOTDIR, EACCES); omitted: those rows are `n/a`. */
   real?: RealFaultSupport;
   /** Extra real faults this backend knows how to cause (e.g. corrupting its own files). */
   realFaults?: readonly RealFaultCase[];
+  /** Which files are logs and which quarantine; given, every crash state checks removed = quarantined bytes. */
+  layout?: FsLayout;
+}
+
+/** The file roles of an fs backend, for the quarantine invariant (quarantine.ts). */
+export interface FsLayout {
+  /** An event log, whose bytes a repair may take out only into quarantine. */
+  isLog(path: string): boolean;
+  /** A quarantine file, where removed bytes go. */
+  isQuarantine(path: string): boolean;
 }
 
 /** Throw from it to inject a fault before the named engine step; return to let the step run. */
@@ -35,8 +53,10 @@ export interface EngineStorage {
 export interface EngineHarnessDriver {
   name: string;
   kind: 'engine';
-  /** Makes fresh, empty storage. */
-  create(): Promise<EngineStorage>;
+  /** Makes fresh, empty storage; stores opened over it use `durability` (undefined: the default). */
+  create(options?: { durability?: Durability }): Promise<EngineStorage>;
+  /** The durability modes to sweep (default `['strict']`). */
+  durabilities?: readonly Durability[];
   /** Whether `open(inject)` really calls `inject` (false: the error sweep rows are `n/a`). */
   injectsSteps?: boolean;
   /** The workload of the error sweep; default `AGENT_WORKLOAD`. */

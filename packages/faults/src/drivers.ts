@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
-import type { EngineHarnessDriver, FsHarnessDriver, RealFaultCase } from './driver.js';
+import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
 import { sqlitePowerLoss } from './sqlite-powerloss.js';
 import { sqliteSettingsCheck } from './sqlite-settings.js';
@@ -29,14 +29,23 @@ type SqliteModule = {
   ): Promise<SessionStore>;
 };
 
+/** JSONL's files: `<bucket>/<id>.jsonl` logs, `<root>/.quarantine/` (dot files are catalogs and temp files). */
+export const JSONL_LAYOUT: FsLayout = {
+  isLog: (path) =>
+    path.endsWith('.jsonl') && !basename(path).startsWith('.') && !path.includes('/.quarantine/'),
+  isQuarantine: (path) => path.includes('/.quarantine/'),
+};
+
 /** `@tidemark/jsonl` as an fs-kind driver (FaultyFs and CrashFs sweeps, real faults). */
 export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
   return {
     name: 'jsonl',
     kind: 'fs',
-    async open({ fs, root }) {
+    durabilities: ['strict', 'relaxed'],
+    layout: JSONL_LAYOUT,
+    async open({ fs, root, durability }) {
       const { openJsonlStore } = await load<JsonlModule>('@tidemark/jsonl');
-      return openJsonlStore({ ...options, root, fs });
+      return openJsonlStore({ ...options, ...(durability !== undefined && { durability }), root, fs });
     },
     real: {
       location: 'dir',
@@ -206,17 +215,19 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     // Group commit (contract §6.5): appends to different sessions issued together share a commit, so
     // the step sweep and the SIGKILL writer issue them together.
     workload: GROUP_COMMIT_WORKLOAD,
-    async create() {
+    durabilities: ['strict', 'relaxed'],
+    async create(mode) {
       const dir = await fsp.mkdtemp(join(tmpdir(), 'tidemark-sqlite-'));
       const { openSqliteStore } = await load<SqliteModule>('@tidemark/sqlite');
       const path = join(dir, 'store.db');
+      const opts = { ...options, ...(mode?.durability !== undefined && { durability: mode.durability }) };
       return {
         open: (inject) =>
           openSqliteStore(
             inject === undefined
-              ? { ...options, path }
+              ? { ...opts, path }
               : {
-                  ...options,
+                  ...opts,
                   path,
                   beforeStorageStep(step, id) {
                     try {

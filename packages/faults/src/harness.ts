@@ -1,9 +1,11 @@
 import type { CrashStateLimits } from './crash-fs.js';
+import { damageSweepFs } from './damage.js';
 import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
+import type { SweepMode } from './mode.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, damageSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -36,8 +38,14 @@ export interface HarnessOptions {
   progress?: Progress;
 }
 
-/** Quick crash sweeps cut long writes at fewer offsets; full sweeps cut writes up to 64 bytes at every byte. */
+/**
+ * Quick crash sweeps cut a long write at 0, 1, the last byte (a line missing only its newline),
+ * both sides of every line boundary and a few even samples; short ones at every byte.
+ */
 export const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+
+/** Full crash sweeps cut every pending write at every byte offset, whatever its length. */
+export const FULL_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: Number.POSITIVE_INFINITY };
 
 const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
 
@@ -79,6 +87,78 @@ async function runEngineChecks(
   }
 }
 
+/** In the quick run, modes after the first check one fault or crash state in this many. */
+export const QUICK_MODE_SAMPLE = 5;
+
+/** The durability modes a driver declares, the first swept whole, the others sampled when quick. */
+function sweepModes(driver: HarnessDriver, quick: boolean): SweepMode[] {
+  const durabilities = driver.durabilities ?? ['strict'];
+  return durabilities.map((durability, i) => ({
+    durability,
+    sample: quick && i > 0 ? QUICK_MODE_SAMPLE : 1,
+  }));
+}
+
+/** What {@link sweepOneMode} needs of the harness options. */
+interface SweepSettings {
+  errnos: readonly ErrnoName[];
+  engineErrnos: readonly ErrnoName[];
+  persistentErrnos: readonly ErrnoName[];
+  quick: boolean;
+  skip: ReadonlySet<string>;
+  options: HarnessOptions;
+}
+
+/** The error and crash sweeps of one driver in one durability mode; adds to `total`. */
+async function sweepOneMode(
+  driver: HarnessDriver,
+  report: ReportBuilder,
+  mode: SweepMode,
+  settings: SweepSettings,
+  total: BackendTotals,
+): Promise<void> {
+  const { quick, skip, options, persistentErrnos } = settings;
+  if (!skip.has('errors')) {
+    if (driver.kind === 'fs' || driver.injectsSteps) {
+      const swept =
+        driver.kind === 'fs'
+          ? await errorSweepFs(driver, report, settings.errnos, persistentErrnos, options.progress, mode)
+          : await errorSweepEngine(
+              driver,
+              report,
+              settings.engineErrnos,
+              persistentErrnos,
+              options.progress,
+              mode,
+            );
+      total.operationsSwept += swept.operations;
+      total.runs += swept.runs;
+    } else if (mode.sample === 1) {
+      report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
+    }
+  }
+  if (skip.has('crash')) return;
+  if (driver.kind !== 'fs') {
+    // An engine's own checks (settings, power loss from a syscall trace) sweep every mode themselves.
+    if (mode.durability === 'strict') await runEngineChecks(driver, report, quick, total, options.progress);
+    return;
+  }
+  const limits = options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
+  const recoverySamples = quick ? 6 : 40;
+  const swept = await crashSweepFs(
+    driver,
+    report,
+    { syncOnly: quick, limits, recoverySamples },
+    options.progress,
+    mode,
+  );
+  total.crashPoints += swept.points;
+  total.crashStates += swept.states;
+  total.runs += swept.recoveryRuns;
+  // Damage to a file is the same whatever the mode that wrote it: swept once.
+  if (mode.durability === 'strict') total.runs += await damageSweepFs(driver, report);
+}
+
 /**
  * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
@@ -115,44 +195,9 @@ export async function runFaultHarness(
       killAcks: 0,
       durationMs: 0,
     };
-    if (!skip.has('errors')) {
-      if (driver.kind === 'fs') {
-        const swept = await errorSweepFs(driver, report, errnos, persistentErrnos, options.progress);
-        total.operationsSwept = swept.operations;
-        total.runs = swept.runs;
-      } else if (driver.injectsSteps) {
-        const swept = await errorSweepEngine(
-          driver,
-          report,
-          engineErrnos,
-          persistentErrnos,
-          options.progress,
-        );
-        total.operationsSwept = swept.operations;
-        total.runs = swept.runs;
-      } else {
-        report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
-      }
-    }
-    if (!skip.has('crash')) {
-      if (driver.kind === 'fs') {
-        const swept = await crashSweepFs(
-          driver,
-          report,
-          {
-            syncOnly: quick,
-            limits: options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : {}),
-            recoverySamples: quick ? 6 : 40,
-          },
-          options.progress,
-        );
-        total.crashPoints = swept.points;
-        total.crashStates = swept.states;
-        total.runs += swept.recoveryRuns;
-        total.runs += await damageSweepFs(driver, report);
-      } else {
-        await runEngineChecks(driver, report, quick, total, options.progress);
-      }
+    for (const mode of sweepModes(driver, quick)) {
+      const swept = { errnos, engineErrnos, persistentErrnos, quick, skip, options };
+      await sweepOneMode(driver, report, mode, swept, total);
     }
     if (!skip.has('real')) {
       const realOptions: RealFaultOptions = {

@@ -10,14 +10,16 @@ export function memoryDriver(): EngineHarnessDriver {
     name: 'memory',
     kind: 'engine',
     injectsSteps: true,
-    async create() {
+    durabilities: ['strict', 'relaxed'],
+    async create(mode) {
       const volume = new MemoryVolume();
+      const durability = mode?.durability ?? 'strict';
       return {
         open: (inject) =>
           openMemoryStore(
             inject === undefined
-              ? { volume }
-              : { volume, beforeStorageStep: (operation, id) => inject(operation, id) },
+              ? { volume, durability }
+              : { volume, durability, beforeStorageStep: (operation, id) => inject(operation, id) },
           ),
         async destroy() {
           volume.sessions.clear();

@@ -35,7 +35,19 @@ export type ViolationKind =
    */
   | 'outcome-unresolved'
   /** A fault class could not be run at all where it must be (a server required with CI=true). */
-  | 'not-run';
+  | 'not-run'
+  /**
+   * A batch appended at a seq the log already holds, with different events, was not refused with
+   * CONFLICT, or it changed the stored log (contract §3, §4).
+   */
+  | 'conflict-accepted'
+  /** Bytes a repair or tail cut took out of a log are not in quarantine byte for byte (contract §1, §4). */
+  | 'unquarantined-bytes'
+  /**
+   * The faults of a cell never produced the outcome that cell exists to test (a typed error):
+   * the fault was swallowed, or it never reached the store, and the cell proves nothing.
+   */
+  | 'outcome-missing';
 
 /** One broken invariant. */
 export interface Violation {
@@ -81,6 +93,20 @@ export class ModelSession {
    * when an update was in doubt (rejected under a persistent fault, or in flight at a crash).
    */
   fieldStates: ModelFields[] = [{}];
+  /**
+   * `durability: 'relaxed'`: only a batch whose last event is a boundary, and everything before a
+   * `close()` that resolved, must survive a crash (contract §4). Strict: every acknowledged batch.
+   */
+  relaxed = false;
+  /**
+   * Acknowledged events a crash must keep, when fewer than all (relaxed: up to the last boundary
+   * batch); undefined when every acknowledged event is durable.
+   */
+  syncedThrough: number | undefined;
+  /** Ends (event counts) of the acknowledged batches after {@link syncedThrough}: a crash loses whole batches only. */
+  unsyncedEnds: number[] = [];
+  /** Set on the model a crash state is checked with: the events after {@link syncedThrough} may be gone. */
+  unsyncedMayBeLost = false;
 
   constructor(
     readonly key: string,
@@ -92,7 +118,7 @@ export class ModelSession {
   get exists(): Existence {
     if (this.deleted === 'yes') return 'no';
     if (this.deleted === 'maybe') return 'maybe';
-    if (this.acked.length > 0) return 'yes';
+    if (this.acked.length > 0) return this.requiredEvents > 0 ? 'yes' : 'maybe';
     return this.inDoubt.length > 0 ? 'maybe' : 'no';
   }
 
@@ -103,7 +129,49 @@ export class ModelSession {
     copy.inDoubt = this.inDoubt.map((batch) => [...batch]);
     copy.deleted = this.deleted;
     copy.fieldStates = this.fieldStates.map((f) => mergeFields(f, {}));
+    copy.relaxed = this.relaxed;
+    copy.syncedThrough = this.syncedThrough;
+    copy.unsyncedEnds = [...this.unsyncedEnds];
+    copy.unsyncedMayBeLost = this.unsyncedMayBeLost;
     return copy;
+  }
+
+  /** Acknowledged events that must be present now: all, or after a crash of a relaxed store those synced. */
+  get requiredEvents(): number {
+    return this.unsyncedMayBeLost && this.syncedThrough !== undefined
+      ? this.syncedThrough
+      : this.acked.length;
+  }
+
+  /** An acknowledged batch; `boundary`: its last event closes a unit of work (relaxed mode syncs it). */
+  ack(batch: readonly string[], boundary: boolean): void {
+    if (this.relaxed && !boundary) this.syncedThrough ??= this.acked.length;
+    this.acked.push(...batch);
+    this.inDoubt = [];
+    if (!this.relaxed || boundary) this.synced();
+    else this.unsyncedEnds.push(this.acked.length);
+  }
+
+  /** Everything acknowledged is durable: a boundary batch (relaxed) or a `close()` resolved. */
+  synced(): void {
+    this.syncedThrough = undefined;
+    this.unsyncedEnds = [];
+  }
+
+  /**
+   * The store showed `events` (or absence, `undefined`) after recovery: from now on that is what
+   * it must keep, so that a second reopen is compared with the first exactly.
+   */
+  settle(events: readonly string[] | undefined): void {
+    if (events === undefined) {
+      if (this.deleted !== 'no' || this.acked.length > 0 || this.inDoubt.length > 0) this.deleted = 'yes';
+    } else {
+      this.acked = [...events];
+      this.deleted = 'no';
+    }
+    this.inDoubt = [];
+    this.unsyncedMayBeLost = false;
+    this.synced();
   }
 
   /** An acknowledged create or update: every possible state gets the patch. */
@@ -167,15 +235,20 @@ export function compareLog(
   const loaded = events.map(canonicalEvent);
   let matching = 0;
   while (matching < model.acked.length && loaded[matching] === model.acked[matching]) matching++;
-  const result: LogComparison = { lost: model.acked.length - matching };
+  const required = model.requiredEvents;
+  const result: LogComparison = { lost: Math.max(0, required - matching) };
   if (result.lost > 0) return result;
-  const extra = loaded.slice(model.acked.length);
+  // Past what a crash must keep, whole acknowledged batches may be gone (relaxed durability):
+  // the log then ends at the end of a batch, and nothing follows.
+  const kept = [required, ...model.unsyncedEnds, model.acked.length].filter((end) => end <= matching).pop()!;
+  const extra = loaded.slice(kept);
   if (extra.length === 0) return result;
   const whole =
     allowInDoubt &&
+    kept === model.acked.length &&
     model.inDoubt.some((batch) => batch.length === extra.length && batch.every((e, i) => e === extra[i]));
   if (!whole)
-    result.unacknowledged = `${extra.length} event(s) after seq ${model.acked.length - 1} that no acknowledged batch wrote`;
+    result.unacknowledged = `${extra.length} event(s) after seq ${kept - 1} that no acknowledged batch wrote whole`;
   return result;
 }
 
@@ -183,18 +256,29 @@ export function compareLog(
 export class WorkloadModel {
   readonly sessions = new Map<string, ModelSession>();
 
+  /** @param relaxed - the store runs with `durability: 'relaxed'` ({@link ModelSession.relaxed}). */
+  constructor(readonly relaxed = false) {}
+
   session(key: string, cwd?: string): ModelSession {
     let session = this.sessions.get(key);
     if (session === undefined) {
       session = new ModelSession(key, cwd);
+      session.relaxed = this.relaxed;
       this.sessions.set(key, session);
     }
     return session;
   }
 
   clone(): WorkloadModel {
-    const copy = new WorkloadModel();
+    const copy = new WorkloadModel(this.relaxed);
     for (const [key, session] of this.sessions) copy.sessions.set(key, session.clone());
+    return copy;
+  }
+
+  /** A copy to check a crash state with: the batches a relaxed store had not synced may be gone. */
+  afterCrash(): WorkloadModel {
+    const copy = this.clone();
+    for (const session of copy.sessions.values()) session.unsyncedMayBeLost = true;
     return copy;
   }
 

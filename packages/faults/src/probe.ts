@@ -1,7 +1,7 @@
 import type { SessionStore } from '@tidemark/core';
 import type { WorkloadModel } from './model.js';
 import { type Checker, checkList } from './runner.js';
-import { workloadEvent } from './workload.js';
+import { canonicalEvent, workloadEvent } from './workload.js';
 
 /**
  * Checks a store while a real fault is in place: every call succeeds or rejects with a
@@ -18,7 +18,10 @@ export async function probeStore(
   allowInDoubt = false,
 ): Promise<void> {
   const opened = await check.attempt('open under fault', open);
-  if (!opened.ok) return;
+  if (!opened.ok) {
+    check.openAnswer(opened.error);
+    return;
+  }
   const store = opened.value;
   for (const session of model.sessions.values()) {
     const has = await check.attempt(`has(${session.id})`, () => store.has(session.id));
@@ -41,10 +44,7 @@ export async function probeStore(
     const appended = await check.attempt(`append(${session.id}) under fault`, () =>
       store.append(session.id, events),
     );
-    if (appended.ok && !destructive)
-      session.acked.push(
-        ...events.map((e) => JSON.stringify({ seq: e.seq, type: e.type, time: e.time, data: e.data })),
-      );
+    if (appended.ok && !destructive) session.ack(events.map(canonicalEvent), true);
     break;
   }
   await check.attempt('close', () => store.close());

@@ -4,7 +4,8 @@
 import { enumerateCrashStates } from './crash-fs.js';
 import type { HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
-import { QUICK_CRASH_LIMITS } from './harness.js';
+import { FULL_CRASH_LIMITS, QUICK_CRASH_LIMITS } from './harness.js';
+import type { SweepMode } from './mode.js';
 import type { RunOutcome } from './runner.js';
 import { checkCrashState, type ErrorFault, recordCrashPoints, runEngineOnce, runFsOnce } from './sweeps.js';
 
@@ -57,40 +58,51 @@ export function parseReplayId(id: string): ReplayTarget {
  * decides which crash points are recorded and which states each one has.
  */
 export async function replayRun(driver: HarnessDriver, id: string, quick: boolean): Promise<ReplayResult> {
-  const target = parseReplayId(id);
+  // A run of a durability mode other than strict carries it as a prefix: `relaxed/crash:44:0`.
+  const relaxed = id.startsWith('relaxed/');
+  const mode: SweepMode = { durability: relaxed ? 'relaxed' : 'strict', sample: 1 };
+  const target = parseReplayId(relaxed ? id.slice('relaxed/'.length) : id);
   if (target.kind === 'error') {
     const { fault } = target;
     const described = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at}`;
     if (driver.kind === 'fs') {
-      const run = await runFsOnce(driver, [
-        {
-          at: fault.at,
-          errno: fault.errno,
-          mode: fault.mode,
-          ...(fault.shortWrite && { kind: 'short-write' as const }),
-        },
-      ]);
+      const run = await runFsOnce(
+        driver,
+        [
+          {
+            at: fault.at,
+            errno: fault.errno,
+            mode: fault.mode,
+            ...(fault.shortWrite && { kind: 'short-write' as const }),
+          },
+        ],
+        undefined,
+        undefined,
+        mode,
+      );
       const entry = run.trace[fault.at - 1];
       const where = entry === undefined ? '' : ` (${entry.op} ${entry.path ?? ''})`;
       return { fault: `${described}${where}`, injected: run.injected > 0, outcome: run.check.outcome };
     }
-    const run = await runEngineOnce(driver, fault);
+    const run = await runEngineOnce(driver, fault, mode);
     return { fault: described, injected: run.injected > 0, outcome: run.check.outcome };
   }
   if (driver.kind !== 'fs') throw new Error(`${driver.name} has no crash sweep to replay`);
-  const { recorded } = await recordCrashPoints(driver, quick);
-  const crash = recorded.find((r) => r.point.afterOp === target.afterOp);
+  const { recorded } = await recordCrashPoints(driver, quick, mode);
+  // The last: the point after a relaxed close() shares its op with the last one during it, and
+  // holds the stricter model.
+  const crash = recorded.findLast((r) => r.point.afterOp === target.afterOp);
   if (crash === undefined)
     throw new Error(
       `no crash point after op ${target.afterOp}${quick ? ' in a quick run' : ''} (replay with the same --quick as the report)`,
     );
-  const states = enumerateCrashStates(crash.point, quick ? QUICK_CRASH_LIMITS : {});
+  const states = enumerateCrashStates(crash.point, quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
   const state = states[target.stateIndex];
   if (state === undefined)
     throw new Error(
       `crash point after op ${target.afterOp} has ${states.length} states, not ${target.stateIndex + 1}`,
     );
-  const check = await checkCrashState(driver, state, crash.model);
+  const check = await checkCrashState(driver, state, crash.model, mode);
   return {
     fault: `crash after op ${crash.point.afterOp} (${crash.point.op}), ${state.label}`,
     injected: true,

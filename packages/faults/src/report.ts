@@ -121,6 +121,8 @@ function keepRun(cell: ReportCell, record: RunRecord): void {
 /** Accumulates outcomes into cells and failures. */
 export class ReportBuilder {
   private readonly cells = new Map<string, ReportCell>();
+  /** Cells whose faults must surface a typed error somewhere, with the outcome they exist to test. */
+  private readonly expected = new Map<ReportCell, string>();
   readonly failures: HarnessFailure[] = [];
   failureCount = 0;
 
@@ -199,7 +201,37 @@ export class ReportBuilder {
     }
   }
 
+  /**
+   * The cell exists to show that its faults surface as typed errors (`outcome` says which): if
+   * faults were injected and none ever did, the fault was swallowed or never reached the store,
+   * and the cell fails at {@link ReportBuilder.build} (`outcome-missing`) instead of passing.
+   */
+  expectErrors(backend: string, faultClass: string, outcome = 'a typed error'): void {
+    this.expected.set(this.cell(backend, faultClass), outcome);
+  }
+
+  private checkExpected(): void {
+    for (const [cell, outcome] of this.expected) {
+      if (cell.status === 'n/a' || cell.faultsInjected === 0 || cell.errorsSurfaced > 0) continue;
+      const detail = `${cell.faultsInjected} injected fault(s), none surfaced as ${outcome}: the cell proves nothing`;
+      cell.status = 'fail';
+      cell.violations++;
+      if (cell.examples.length < MAX_EXAMPLES) cell.examples.push(`whole cell: outcome-missing: ${detail}`);
+      this.failureCount++;
+      if (this.failures.length < MAX_FAILURES)
+        this.failures.push({
+          kind: 'outcome-missing',
+          detail,
+          backend: cell.backend,
+          faultClass: cell.faultClass,
+          fault: 'whole cell',
+        });
+    }
+    this.expected.clear();
+  }
+
   build(quick: boolean, startedAt: Date, totals: BackendTotals[]): HarnessReport {
+    this.checkExpected();
     const cells = [...this.cells.values()];
     return {
       quick,

@@ -1,5 +1,11 @@
-import { isTidemarkError, type SessionEvent, type SessionStore, type TidemarkError } from '@tidemark/core';
-import { compareLog, type ModelSession, shownFields, type Violation, type WorkloadModel } from './model.js';
+import {
+  DEFAULT_BOUNDARY_TYPES,
+  isTidemarkError,
+  type SessionEvent,
+  type SessionStore,
+  type TidemarkError,
+} from '@tidemark/core';
+import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
 import {
   AGENT_WORKLOAD,
   canonicalEvent,
@@ -80,14 +86,18 @@ export class Checker {
     if (kind === 'false-absence') this.outcome.absences++;
   }
 
-  /** Runs a store call; a rejection that is not a TidemarkError is an `untyped-error` violation. */
-  async attempt<T>(what: string, call: () => Promise<T>): Promise<Attempt<T>> {
+  /**
+   * Runs a store call; a rejection that is not a TidemarkError is an `untyped-error` violation.
+   * A typed error other than NOT_FOUND counts as a fault surfaced, unless it is the `expected`
+   * answer of a probe (CONFLICT for a conflicting batch).
+   */
+  async attempt<T>(what: string, call: () => Promise<T>, expected?: string): Promise<Attempt<T>> {
     try {
       return { ok: true, value: await call() };
     } catch (error) {
       if (isTidemarkError(error)) {
         // NOT_FOUND is how true absence answers; the model decides whether it was true.
-        if (error.code !== 'NOT_FOUND') {
+        if (error.code !== 'NOT_FOUND' && error.code !== expected) {
           this.outcome.errorsSurfaced++;
           this.outcome.firstError ??= {
             call: what,
@@ -105,6 +115,15 @@ export class Checker {
       this.violation('untyped-error', `${what} rejected with a non-TidemarkError: ${text}`);
       return { ok: false, error: undefined };
     }
+  }
+
+  /**
+   * Judges a rejected open: the store's location exists (the harness made it, or wrote to it), so
+   * NOT_FOUND is false absence whatever the damage; any other typed error is a fair answer.
+   */
+  openAnswer(error: TidemarkError | undefined): void {
+    if (error?.code === 'NOT_FOUND')
+      this.violation('false-absence', `open said NOT_FOUND for a store that exists: ${error.message}`);
   }
 
   /** Checks a has() answer against the model. */
@@ -143,6 +162,12 @@ export class Checker {
       this.violation('unacknowledged-visible', `load(${session.id}): ${comparison.unacknowledged}`);
     return comparison.lost;
   }
+}
+
+/** Whether a batch's last event is a boundary (default types): relaxed durability syncs such a batch. */
+export function endsInBoundary(events: readonly Pick<SessionEvent, 'type'>[]): boolean {
+  const last = events[events.length - 1];
+  return last !== undefined && DEFAULT_BOUNDARY_TYPES.includes(last.type);
 }
 
 function cwdMatches(session: ModelSession, cwd: string | undefined): boolean {
@@ -293,8 +318,7 @@ async function appendWithRetry(
     const result = await check.attempt(`append(${session.id})`, () => store.append(session.id, events));
     options.onInflight?.(undefined);
     if (result.ok) {
-      session.acked.push(...batch);
-      session.inDoubt = [];
+      session.ack(batch, endsInBoundary(events));
       return;
     }
     if (result.error?.code === 'NOT_FOUND') {
@@ -342,153 +366,4 @@ export function checkList(
     if (session !== undefined && session.exists === 'no' && !(allowResurrection && session.deleted === 'yes'))
       check.violation('phantom', `list() shows ${id}, which does not exist`);
   }
-}
-
-/** Options of {@link verifyAfterLift}. */
-export interface VerifyOptions {
-  /** After a crash, the in-flight batch may be whole or absent, and an unsynced delete may be undone. */
-  crash: boolean;
-}
-
-/**
- * The invariants after the fault is lifted and the store reopened (contract §7.4): every acknowledged
- * batch present byte for byte, nothing unacknowledged presented, no false absence, and the store
- * takes the next append.
- */
-export async function verifyAfterLift(
-  store: SessionStore,
-  model: WorkloadModel,
-  check: Checker,
-  options: VerifyOptions,
-): Promise<void> {
-  let writableKey: { session: ModelSession; nextSeq: number } | undefined;
-  const loadedLengths = new Map<string, number>();
-  for (const session of model.sessions.values()) {
-    const length = await verifySessionAfterLift(store, session, check, options);
-    if (length === undefined) continue;
-    loadedLengths.set(session.id, length);
-    if (session.exists !== 'no' && writableKey === undefined) writableKey = { session, nextSeq: length };
-  }
-  await verifyListAfterLift(store, model, check, options, loadedLengths);
-  await verifyWritableAfterLift(store, model, check, writableKey);
-}
-
-/** `has` and `load` of one session after the lift; the number of events loaded, if it loaded. */
-async function verifySessionAfterLift(
-  store: SessionStore,
-  session: ModelSession,
-  check: Checker,
-  options: VerifyOptions,
-): Promise<number | undefined> {
-  session.created = false; // a reopened store has no pending sessions
-  const has = await check.attempt(`has(${session.id}) after lift`, () => store.has(session.id));
-  if (has.ok) check.has(session, has.value, options.crash);
-  else if (session.exists === 'yes') {
-    check.outcome.lostEvents += session.acked.length;
-    check.violation(
-      'lost-event',
-      `has(${session.id}) still fails after the fault was lifted: ${has.error?.message ?? ''}`,
-    );
-  }
-  const loaded = await check.attempt(`load(${session.id}) after lift`, () => store.load(session.id));
-  if (!loaded.ok && loaded.error?.code !== 'NOT_FOUND' && session.exists === 'yes') {
-    check.outcome.lostEvents += session.acked.length;
-    check.violation(
-      'lost-event',
-      `load(${session.id}) fails after the fault was lifted: ${loaded.error?.code} ${loaded.error?.message ?? ''}`,
-    );
-    return undefined;
-  }
-  // A session whose first batch (or delete) was in doubt may come back absent or whole, never
-  // unreadable: an id left CORRUPT by an unacknowledged write can be neither created again nor
-  // written (a first batch published without temp file and link/rename, torn by the crash).
-  if (
-    !loaded.ok &&
-    loaded.error !== undefined &&
-    loaded.error.code !== 'NOT_FOUND' &&
-    session.exists === 'maybe'
-  ) {
-    check.violation(
-      'not-writable',
-      `load(${session.id}) fails after the fault was lifted (${loaded.error.code}), though nothing acknowledged it: an unacknowledged write left the id unusable: ${loaded.error.message}`,
-    );
-    return undefined;
-  }
-  // After the fault is lifted, an existing session that reads as absent has lost every event.
-  if (!loaded.ok && session.exists === 'yes') check.outcome.lostEvents += session.acked.length;
-  check.load(session, loaded, true, options.crash);
-  return loaded.ok ? loaded.value.events.length : undefined;
-}
-
-/** `list` after the lift: nobody missing, acknowledged fields shown, counts matching what load returned. */
-async function verifyListAfterLift(
-  store: SessionStore,
-  model: WorkloadModel,
-  check: Checker,
-  options: VerifyOptions,
-  loadedLengths: ReadonlyMap<string, number>,
-): Promise<void> {
-  const page = await check.attempt('list after lift', () => store.list());
-  if (!page.ok) {
-    check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
-    return;
-  }
-  checkList(check, model, page.value, undefined, true, options.crash);
-  // contract §4: a stale summary is rebuilt from the log, so a listed count matches what load returns.
-  const known = new Map([...model.sessions.values()].map((s) => [s.id, s]));
-  for (const summary of page.value.sessions) {
-    // An acknowledged update is a write like an append: it must survive the fault (and a failed
-    // one must not show), so title and tags are one of the states the model allows.
-    const session = known.get(summary.id);
-    if (session !== undefined && session.exists !== 'no' && !session.fieldsMatch(shownFields(summary)))
-      check.violation(
-        'lost-update',
-        `list() shows ${summary.id} with title/tags ${JSON.stringify([summary.title ?? null, summary.tags ?? null])}, acknowledged: ${session.describeFields()}`,
-      );
-    const length = loadedLengths.get(summary.id);
-    if (length !== undefined && summary.eventCount !== length)
-      check.violation(
-        'stale-summary',
-        `list() says ${summary.id} has ${summary.eventCount} events, load returns ${length}`,
-      );
-  }
-}
-
-/** The store accepts the next append after the lift: on an existing session and on a new one. */
-async function verifyWritableAfterLift(
-  store: SessionStore,
-  model: WorkloadModel,
-  check: Checker,
-  writableKey: { session: ModelSession; nextSeq: number } | undefined,
-): Promise<void> {
-  if (writableKey !== undefined) {
-    const { session, nextSeq } = writableKey;
-    const events = [
-      workloadEvent(session.key, nextSeq, 'user/message'),
-      workloadEvent(session.key, nextSeq + 1, 'turn/end'),
-    ];
-    const appended = await check.attempt(`append(${session.id}) after lift`, () =>
-      store.append(session.id, events),
-    );
-    if (!appended.ok)
-      check.violation(
-        'not-writable',
-        `append(${session.id}) at seq ${nextSeq} fails after the fault was lifted: ${appended.error?.message ?? ''}`,
-      );
-  }
-  const fresh = `sess-after-${model.sessions.size}`;
-  const created = await check.attempt('create after lift', () => store.create({ id: fresh }));
-  const appended = created.ok
-    ? await check.attempt('append after lift', () =>
-        store.append(fresh, [
-          workloadEvent('after', 0, 'user/message'),
-          workloadEvent('after', 1, 'turn/end'),
-        ]),
-      )
-    : created;
-  if (!appended.ok)
-    check.violation(
-      'not-writable',
-      `a new session cannot be written after the fault was lifted: ${appended.error?.message ?? ''}`,
-    );
 }

@@ -1,6 +1,4 @@
-import { posix } from 'node:path';
 import type { FileSystem, SessionStore } from '@tidemark/core';
-import { Volume } from 'memfs';
 import {
   CrashFs,
   type CrashPoint,
@@ -13,10 +11,13 @@ import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
 import { type ErrnoName, makeErrnoError } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
 import { memfsFileSystem } from './memfs-fs.js';
+import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
+import { checkQuarantine, filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
-import { Checker, emptyOutcome, runWorkload, verifyAfterLift } from './runner.js';
+import { reopenAndVerify } from './reread.js';
+import { Checker, emptyOutcome, runWorkload } from './runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
@@ -79,6 +80,7 @@ export function reportCoverage(
   failed: ReadonlySet<WorkloadStep['kind']>,
   complete: boolean,
   workload: readonly WorkloadStep[] = AGENT_WORKLOAD,
+  mode: SweepMode = STRICT_MODE,
 ): void {
   if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
   const outcome = emptyOutcome();
@@ -90,7 +92,7 @@ export function reportCoverage(
     });
   report.add(
     backend,
-    'fault coverage (every operation)',
+    modeClass('fault coverage (every operation)', mode),
     `${kinds.length - outcome.violations.length}/${kinds.length} operations met a fault`,
     outcome,
     true,
@@ -103,14 +105,18 @@ export async function runFsOnce(
   plans: FaultPlan[],
   steps?: readonly WorkloadStep[],
   slowSyncMs?: number,
+  mode: SweepMode = STRICT_MODE,
 ) {
   const base = memfsFileSystem();
   await base.mkdir(SWEEP_ROOT, { recursive: true });
   const faulty = new FaultyFs(base, { plans, ...(slowSyncMs !== undefined && { slowSyncMs }) });
-  const model = new WorkloadModel();
+  const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
-  const opened = await check.attempt('open', () => driver.open({ fs: faulty.fs, root: SWEEP_ROOT }));
+  const { durability } = mode;
+  const opened = await check.attempt('open', () =>
+    driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
+  );
   if (opened.ok) {
     await runWorkload(opened.value, model, check, {
       checkFailedAppend: once && plans.length > 0,
@@ -118,28 +124,10 @@ export async function runFsOnce(
     });
     await closeQuietly(check, opened.value);
   }
+  if (!opened.ok) check.openAnswer(opened.error);
   faulty.lift();
-  await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT }), model, check, false);
+  await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT, durability }), model, check, false);
   return { check, trace: faulty.trace, injected: faulty.injected };
-}
-
-async function reopenAndVerify(
-  open: () => Promise<SessionStore>,
-  model: WorkloadModel,
-  check: Checker,
-  crash: boolean,
-): Promise<void> {
-  const reopened = await check.attempt('reopen after lift', open);
-  if (!reopened.ok) {
-    check.outcome.lostEvents += model.ackedEvents;
-    check.violation(
-      'not-writable',
-      `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`,
-    );
-    return;
-  }
-  await verifyAfterLift(reopened.value, model, check, { crash });
-  await closeQuietly(check, reopened.value);
 }
 
 /** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */
@@ -149,15 +137,23 @@ export async function errorSweepFs(
   errnos: readonly ErrnoName[],
   persistentErrnos: readonly ErrnoName[],
   progress?: Progress,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<{ operations: number; runs: number }> {
-  const baseline = await runFsOnce(driver, []);
-  report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
+  const baseline = await runFsOnce(driver, [], undefined, undefined, mode);
+  const row = (faultClass: string) => modeClass(faultClass, mode);
+  report.add(driver.name, row('no fault (baseline)'), 'baseline', baseline.check.outcome, false);
   // Slow syncs are no error: everything must still work, only later.
-  const slow = await runFsOnce(driver, [], undefined, 3);
+  const slow = await runFsOnce(driver, [], undefined, 3, mode);
   const syncs = slow.trace.filter((entry) => SYNC_OPS.has(entry.op)).length;
-  report.add(driver.name, 'slow syncs (3 ms each)', `${syncs} slow syncs`, slow.check.outcome, syncs > 0);
+  report.add(
+    driver.name,
+    row('slow syncs (3 ms each)'),
+    `${syncs} slow syncs`,
+    slow.check.outcome,
+    syncs > 0,
+  );
   const ops = baseline.trace.map((entry) => entry.op);
-  const faults = planErrorSweep(ops, errnos, persistentErrnos);
+  const faults = planErrorSweep(ops, errnos, persistentErrnos).filter((_, i) => inSample(mode, i));
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
@@ -168,23 +164,28 @@ export async function errorSweepFs(
       mode: fault.mode,
       ...(fault.shortWrite && { kind: 'short-write' as const }),
     };
-    const run = await runFsOnce(driver, [plan]);
+    const run = await runFsOnce(driver, [plan], undefined, undefined, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
-    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0, {
-      replayId: errorReplayId(fault),
+    report.expectErrors(driver.name, row(errorFaultClass(fault)));
+    report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
+      replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
-  reportCoverage(report, driver.name, failed, !report.enough);
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, AGENT_WORKLOAD, mode);
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
 /** Runs the workload once on an engine driver, failing steps as `fault` says. */
-export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFault | undefined) {
-  const storage = await driver.create();
+export async function runEngineOnce(
+  driver: EngineHarnessDriver,
+  fault: ErrorFault | undefined,
+  mode: SweepMode = STRICT_MODE,
+) {
+  const storage = await driver.create({ durability: mode.durability });
   const steps: string[] = [];
   let lifted = false;
   let injected = 0;
@@ -198,7 +199,7 @@ export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFau
       throw makeErrnoError(fault.errno, step, detail);
     }
   };
-  const model = new WorkloadModel();
+  const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   try {
     const opened = await check.attempt('open', () => storage.open(inject));
@@ -208,7 +209,7 @@ export async function runEngineOnce(driver: EngineHarnessDriver, fault: ErrorFau
         ...(driver.workload !== undefined && { steps: driver.workload }),
       });
       await closeQuietly(check, opened.value);
-    }
+    } else check.openAnswer(opened.error);
     lifted = true;
     await reopenAndVerify(() => storage.open(), model, check, false);
   } finally {
@@ -224,24 +225,29 @@ export async function errorSweepEngine(
   errnos: readonly ErrnoName[],
   persistentErrnos: readonly ErrnoName[],
   progress?: Progress,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<{ operations: number; runs: number }> {
-  const baseline = await runEngineOnce(driver, undefined);
-  report.add(driver.name, 'no fault (baseline)', 'baseline', baseline.check.outcome, false);
-  const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
+  const baseline = await runEngineOnce(driver, undefined, mode);
+  const row = (faultClass: string) => modeClass(faultClass, mode);
+  report.add(driver.name, row('no fault (baseline)'), 'baseline', baseline.check.outcome, false);
+  const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false).filter((_, i) =>
+    inSample(mode, i),
+  );
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
-    const run = await runEngineOnce(driver, fault);
+    const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
-    report.add(driver.name, errorFaultClass(fault), label, run.check.outcome, run.injected > 0, {
-      replayId: errorReplayId(fault),
+    report.expectErrors(driver.name, row(errorFaultClass(fault)));
+    report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
+      replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
-  reportCoverage(report, driver.name, failed, !report.enough, driver.workload);
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, driver.workload, mode);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -276,9 +282,10 @@ export interface RecordedCrash {
 export async function recordCrashPoints(
   driver: FsHarnessDriver,
   syncOnly: boolean,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<{ recorded: RecordedCrash[]; check: Checker }> {
   const options = { syncOnly };
-  const model = new WorkloadModel();
+  const model = new WorkloadModel(mode.durability === 'relaxed');
   const recorded: RecordedCrash[] = [];
   let recording = false;
   let inflight: { key: string; batch: string[] } | undefined;
@@ -309,7 +316,10 @@ export async function recordCrashPoints(
   await crashFs.mkdir(SWEEP_ROOT, { recursive: true });
   crashFs.checkpoint();
   recording = true;
-  const opened = await check.attempt('open', () => driver.open({ fs: crashFs, root: SWEEP_ROOT }));
+  const { durability } = mode;
+  const opened = await check.attempt('open', () =>
+    driver.open({ fs: crashFs, root: SWEEP_ROOT, durability }),
+  );
   if (opened.ok) {
     await runWorkload(opened.value, model, check, {
       checkFailedAppend: false,
@@ -320,7 +330,12 @@ export async function recordCrashPoints(
         currentStep = step;
       },
     });
-    await closeQuietly(check, opened.value);
+    const closed = await check.attempt('close', () => opened.value.close());
+    // Relaxed durability owes every batch once close() resolved: crash right after it too.
+    if (closed.ok && model.relaxed) {
+      for (const session of model.sessions.values()) session.synced();
+      recorded.push({ point: crashFs.crashPoint('after close'), model: model.clone(), step: 'after close' });
+    }
   }
   recording = false;
   return { recorded, check };
@@ -336,10 +351,15 @@ export async function checkCrashState(
   driver: FsHarnessDriver,
   state: CrashState,
   model: WorkloadModel,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<Checker> {
-  const fs: FileSystem = materialize(state);
+  const fs = materialize(state);
   const check = new Checker();
-  await reopenAndVerify(() => driver.open({ fs, root: SWEEP_ROOT }), model.clone(), check, true);
+  const { durability } = mode;
+  const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
+  await reopenAndVerify(open, model.afterCrash(), check, true);
+  if (driver.layout !== undefined)
+    checkQuarantine(driver.layout, state.files, filesUnder(fs.volume, '/'), check);
   return check;
 }
 
@@ -352,99 +372,39 @@ export async function crashSweepFs(
   report: ReportBuilder,
   options: { syncOnly: boolean; limits?: CrashStateLimits; recoverySamples: number },
   progress?: Progress,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<{ points: number; states: number; recoveryRuns: number }> {
-  const { recorded, check } = await recordCrashPoints(driver, options.syncOnly);
-  report.add(driver.name, 'crash (power loss)', 'workload on CrashFs', check.outcome, false);
+  const row = modeClass('crash (power loss)', mode);
+  const { recorded, check } = await recordCrashPoints(driver, options.syncOnly, mode);
+  report.add(driver.name, row, 'workload on CrashFs', check.outcome, false);
   let states = 0;
   let done = 0;
   const damaged: { state: CrashState; model: WorkloadModel; label: string }[] = [];
-  for (const { point, model: pointModel, step } of recorded) {
+  for (const [pointIndex, { point, model: pointModel, step }] of recorded.entries()) {
     if (report.enough) break;
+    // A sampled mode checks every state of one crash point in `sample` (enumerating the states
+    // is what costs, so points, not states, are sampled); the point after close() always.
+    if (!inSample(mode, pointIndex) && pointIndex !== recorded.length - 1) continue;
     for (const [index, state] of [...enumerateCrashStates(point, options.limits)].entries()) {
-      const stateCheck = await checkCrashState(driver, state, pointModel);
-      report.add(
-        driver.name,
-        'crash (power loss)',
-        `crash after op ${point.afterOp} (${point.op}), ${state.label}`,
-        stateCheck.outcome,
-        true,
-        {
-          replayId: crashReplayId(point, index),
-          operation: point.afterOp,
-          crashState: `after op ${point.afterOp} (${point.op}), state ${index}: ${state.label}`,
-          ...(step !== undefined && { step }),
-        },
-      );
+      const stateCheck = await checkCrashState(driver, state, pointModel, mode);
+      const label = `crash after op ${point.afterOp} (${point.op}), ${state.label}`;
+      report.add(driver.name, row, label, stateCheck.outcome, true, {
+        replayId: modeReplayId(crashReplayId(point, index), mode),
+        operation: point.afterOp,
+        crashState: `after op ${point.afterOp} (${point.op}), state ${index}: ${state.label}`,
+        ...(step !== undefined && { step }),
+      });
       states++;
-      if (/torn|zeros|garbage/.test(state.label))
-        damaged.push({
-          state,
-          model: pointModel,
-          label: `crash after op ${point.afterOp} (${point.op}), ${state.label}`,
-        });
+      if (/torn|zeros|garbage/.test(state.label)) damaged.push({ state, model: pointModel, label });
     }
     progress?.(`${driver.name} crash sweep`, ++done, recorded.length);
   }
   // An even sample of the states whose repair has work to do: torn, zero-filled or garbage tails.
-  const step = Math.max(1, Math.floor(damaged.length / options.recoverySamples));
-  const samples = damaged.filter((_, i) => i % step === 0).slice(0, options.recoverySamples);
-  const recoveryRuns = await recoverySweep(driver, report, samples, progress);
+  const wanted = Math.ceil(options.recoverySamples / mode.sample);
+  const step = Math.max(1, Math.floor(damaged.length / wanted));
+  const samples = damaged.filter((_, i) => i % step === 0).slice(0, wanted);
+  const recoveryRuns = await recoverySweep(driver, report, samples, progress, mode);
   return { points: recorded.length, states, recoveryRuns };
-}
-
-/** Every file under `dir` of a memfs volume, with its bytes. */
-function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {
-  const files = new Map<string, Uint8Array>();
-  for (const name of volume.readdirSync(dir) as string[]) {
-    const path = posix.join(dir, name);
-    if (volume.lstatSync(path).isDirectory()) for (const [p, b] of filesUnder(volume, path)) files.set(p, b);
-    else files.set(path, Uint8Array.from(volume.readFileSync(path) as Buffer));
-  }
-  return files;
-}
-
-/**
- * Damaged storage (bit rot, a bad sector): the workload runs without faults, then for every file
- * it left, a copy of the disk with one byte in the middle of that file flipped is reopened and
- * probed. A typed error is the right answer for what the damage destroyed; a load that returns a
- * shortened history, a session reported absent or an untyped error is a violation. The file
- * layout is the backend's own: the harness damages each file in turn, whatever it is.
- */
-export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuilder): Promise<number> {
-  const base = memfsFileSystem();
-  await base.mkdir(SWEEP_ROOT, { recursive: true });
-  const model = new WorkloadModel();
-  const setup = new Checker();
-  const opened = await setup.attempt('open', () => driver.open({ fs: base, root: SWEEP_ROOT }));
-  if (!opened.ok) return 0;
-  await runWorkload(opened.value, model, setup, { checkFailedAppend: false });
-  await closeQuietly(setup, opened.value);
-  for (const session of model.sessions.values()) session.created = false;
-  const files = filesUnder(base.volume, '/');
-  let runs = 0;
-  for (const [path, bytes] of files) {
-    if (report.enough) break;
-    if (bytes.length === 0) continue;
-    const volume = new Volume();
-    for (const [p, b] of files) {
-      volume.mkdirSync(posix.dirname(p), { recursive: true });
-      const copy = Buffer.from(b);
-      if (p === path) copy[copy.length >> 1] = copy[copy.length >> 1]! ^ 0x5a;
-      volume.writeFileSync(p, copy, { mode: 0o600 });
-    }
-    const fs = memfsFileSystem(volume);
-    const check = new Checker();
-    await probeStore(() => driver.open({ fs, root: SWEEP_ROOT }), model.clone(), check, true);
-    report.add(
-      driver.name,
-      'damaged file (one byte flipped)',
-      `byte ${bytes.length >> 1} of ${path} flipped`,
-      check.outcome,
-      true,
-    );
-    runs++;
-  }
-  return runs;
 }
 
 /** The probe run on a reopened crash state: loads (which repair torn tails), lists and an append. */
@@ -453,8 +413,9 @@ function recoveryProbe(
   fs: FileSystem,
   model: WorkloadModel,
   check: Checker,
+  durability: SweepMode['durability'],
 ): Promise<void> {
-  return probeStore(() => driver.open({ fs, root: SWEEP_ROOT }), model, check, false, true);
+  return probeStore(() => driver.open({ fs, root: SWEEP_ROOT, durability }), model, check, false, true);
 }
 
 /**
@@ -467,25 +428,33 @@ async function recoverySweep(
   report: ReportBuilder,
   samples: readonly { state: CrashState; model: WorkloadModel; label: string }[],
   progress?: Progress,
+  mode: SweepMode = STRICT_MODE,
 ): Promise<number> {
+  const { durability } = mode;
   let runs = 0;
   let done = 0;
   for (const sample of samples) {
     if (report.enough) break;
     const counting = new FaultyFs(materialize(sample.state));
-    await recoveryProbe(driver, counting.fs, sample.model.clone(), new Checker());
+    await recoveryProbe(driver, counting.fs, sample.model.afterCrash(), new Checker(), durability);
     for (let at = 1; at <= counting.trace.length; at++) {
       const disk = materialize(sample.state);
       const faulty = new FaultyFs(disk, { plans: [{ at, errno: 'EIO' }] });
-      const model = sample.model.clone();
+      const model = sample.model.afterCrash();
       const check = new Checker();
-      await recoveryProbe(driver, faulty.fs, model, check);
+      await recoveryProbe(driver, faulty.fs, model, check, durability);
       faulty.lift();
-      await reopenAndVerify(() => driver.open({ fs: disk, root: SWEEP_ROOT }), model, check, true);
+      await reopenAndVerify(
+        () => driver.open({ fs: disk, root: SWEEP_ROOT, durability }),
+        model,
+        check,
+        true,
+      );
       const entry = counting.trace[at - 1];
+      report.expectErrors(driver.name, modeClass('crash + EIO during recovery', mode));
       report.add(
         driver.name,
-        'crash + EIO during recovery',
+        modeClass('crash + EIO during recovery', mode),
         `${sample.label}; EIO at recovery op ${at} (${entry?.op ?? '?'})`,
         check.outcome,
         faulty.injected > 0,

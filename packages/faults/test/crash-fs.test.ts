@@ -5,7 +5,9 @@ import {
   cutOffsets,
   dirOpSubsets,
   enumerateCrashStates,
+  FULL_CRASH_LIMITS,
   materialize,
+  QUICK_CRASH_LIMITS,
 } from '../src/index.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -179,6 +181,14 @@ describe('crash-state enumeration rules', () => {
     const cuts = cutOffsets(long);
     for (const c of [0, 1, 40, 41, long.length - 1]) expect(cuts).toContain(c);
     expect(cuts.length).toBeLessThan(long.length);
+  });
+
+  it('cuts a write at its last byte and before every newline in the quick run, at every byte in the full run', () => {
+    const batch = enc(`${'{"seq":1}'.padEnd(120, ' ')}\n${'{"seq":2}'.padEnd(90, ' ')}\n`);
+    const quick = cutOffsets(batch, QUICK_CRASH_LIMITS);
+    // A line missing only its newline, for each line, and the write missing only its last byte.
+    for (const c of [120, 121, 211, batch.length - 1]) expect(quick).toContain(c);
+    expect(cutOffsets(batch, FULL_CRASH_LIMITS)).toEqual(Array.from({ length: batch.length }, (_, i) => i));
   });
 
   it('tries every keep/lose subset of few directory operations and a bounded family of many', () => {

@@ -1,18 +1,30 @@
 import { describe, expect, it } from 'vitest';
 import {
+  crashSweepFs,
   damageSweepFs,
   type HarnessOptions,
   type HarnessReport,
+  QUICK_CRASH_LIMITS,
+  QUICK_MODE_SAMPLE,
   ReportBuilder,
   runFaultHarness,
 } from '../src/index.js';
-import { engineHasWithoutHook, engineSwallowingBusy } from './fixtures/broken-engines.js';
+import {
+  engineConflictAsRetry,
+  engineHasWithoutHook,
+  engineSwallowingBusy,
+  engineSwallowingEacces,
+  sqliteOpenFaultAsNotFound,
+} from './fixtures/broken-engines.js';
 import {
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
   jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
+  jsonlQuarantineDropsAByte,
+  jsonlRelaxedWithoutBoundarySync,
+  jsonlRepairLeavesFragment,
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
@@ -85,6 +97,55 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     expect(report.failures.map((f) => f.kind)).toContain('not-writable');
   }, 120_000);
+  it('(m) a repair that leaves the next append to corrupt the log: caught on the second reopen', async () => {
+    const report = await runFaultHarness(jsonlRepairLeavesFragment(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    // Every check of the first reading passes; the damage shows only once the append after it is
+    // read back: by the second reopen, or by the CONFLICT probe right after that append (CORRUPT).
+    const steps = report.failures.map((f) => f.step);
+    expect(steps).toContain('second reopen after recovery');
+    const before = report.failures.filter(
+      (f) => f.step !== 'second reopen after recovery' && f.kind !== 'conflict-accepted',
+    );
+    expect(before).toEqual([]);
+  }, 120_000);
+
+  it('(n) relaxed durability that never syncs a boundary batch: caught by the relaxed crash sweep only', async () => {
+    // The crash sweep alone, sampled as the quick run samples the relaxed mode.
+    const sweep = async (durability: 'strict' | 'relaxed') => {
+      const builder = new ReportBuilder(3);
+      const options = { syncOnly: true, limits: QUICK_CRASH_LIMITS, recoverySamples: 0 };
+      await crashSweepFs(jsonlRelaxedWithoutBoundarySync(), builder, options, undefined, {
+        durability,
+        sample: QUICK_MODE_SAMPLE,
+      });
+      return builder.build(true, new Date(), []);
+    };
+    expect((await sweep('strict')).passed).toBe(true);
+    const cell = failing(await sweep('relaxed'), 'crash (power loss) [relaxed]');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('(p) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {
+    const report = await runFaultHarness(jsonlQuarantineDropsAByte(), { ...base, skip: ['real', 'errors'] });
+    expect(failing(report, 'crash (power loss)')).toBeDefined();
+    // Nothing else is wrong: every acknowledged event is there, only a removed byte is gone.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
+  }, 120_000);
+
+  it('(r) an open that answers a storage fault with NOT_FOUND: false absence', async () => {
+    const report = await runFaultHarness(sqliteOpenFaultAsNotFound(), {
+      ...base,
+      skip: ['real', 'server'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    expect(failing(report, 'EIO once')).toBeDefined();
+    expect(report.failures.map((f) => f.detail)).toContainEqual(
+      expect.stringMatching(/^open said NOT_FOUND for a store that exists/),
+    );
+  }, 120_000);
+
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {
     // The damaged-file sweep alone: through runFaultHarness it comes after the whole crash sweep,
     // which finds nothing here and took ~20 s of the suite on its own.
@@ -111,5 +172,19 @@ describe('mutation check: the harness catches deliberately broken engine backend
     expect(report.failures.map((f) => f.detail)).toContain(
       'no injected fault ever made has() fail: the fault hook or port does not reach it',
     );
+  }, 60_000);
+
+  it('(o) a different batch at a stored seq taken for a retry: CONFLICT expected, nothing written', async () => {
+    const report = await runFaultHarness(engineConflictAsRetry(), { ...base, skip: ['real'] });
+    expect(failing(report, 'no fault (baseline)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('conflict-accepted');
+  }, 60_000);
+
+  it('(q) an errno class swallowed below the store: its cell fails for want of any typed error', async () => {
+    const report = await runFaultHarness(engineSwallowingEacces(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EACCES once');
+    expect(cell?.faultsInjected ?? 0).toBeGreaterThan(0);
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.kind)).toEqual(['outcome-missing']);
   }, 60_000);
 });

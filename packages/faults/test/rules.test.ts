@@ -28,6 +28,42 @@ function sessionWith(acked: number, inDoubt: number[][] = []): ModelSession {
 const events = (specs: [number, string][]) => specs.map(([seq, type]) => workloadEvent('a', seq, type));
 
 describe('compareLog', () => {
+  it('after a relaxed crash, lets whole batches after the last boundary go, never a boundary batch or part of one', () => {
+    const model = new WorkloadModel(true);
+    const session = model.session('a');
+    const batch = (specs: [number, string][]) => events(specs).map(canonicalEvent);
+    session.ack(
+      batch([
+        [0, 'user/message'],
+        [1, 'turn/end'],
+      ]),
+      true,
+    );
+    session.ack(
+      batch([
+        [2, 'user/message'],
+        [3, 'tool/call'],
+      ]),
+      false,
+    );
+    session.ack(batch([[4, 'tool/result']]), false);
+    const crashed = model.afterCrash().session('a');
+    const log = (n: number) =>
+      events([
+        [0, 'user/message'],
+        [1, 'turn/end'],
+        [2, 'user/message'],
+        [3, 'tool/call'],
+        [4, 'tool/result'],
+      ]).slice(0, n);
+    for (const kept of [2, 4, 5]) expect(compareLog(crashed, log(kept), true)).toEqual({ lost: 0 });
+    expect(compareLog(crashed, log(1), true).lost).toBe(1); // the boundary batch is owed
+    expect(compareLog(crashed, log(3), true).unacknowledged).toBeDefined(); // half a batch
+    expect(compareLog(session, log(4), true).lost).toBe(1); // no crash: nothing may go
+    session.synced(); // close() resolved
+    expect(compareLog(model.afterCrash().session('a'), log(4), true).lost).toBe(1);
+  });
+
   it('accepts exactly the acknowledged events', () => {
     expect(
       compareLog(

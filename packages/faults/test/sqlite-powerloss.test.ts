@@ -26,7 +26,7 @@ describe('power loss of the SQLite backend, from a system-call trace', () => {
   );
 
   it.runIf(traced)(
-    '(m) catches a strict store at synchronous=NORMAL: weak pragmas, and batches lost',
+    '(s) catches a strict store at synchronous=NORMAL: weak pragmas, and batches lost',
     async () => {
       const report = await runFaultHarness(sqliteStrictAtNormal(), crashOnly);
       expect(report.passed).toBe(false);

@@ -5,7 +5,9 @@ import type { SessionStore } from '@tidemark/core';
 import pg from 'pg';
 import { WorkloadModel } from '../model.js';
 import type { ReportBuilder } from '../report.js';
-import { Checker, runWorkload, verifyAfterLift, type WorkloadRunOptions } from '../runner.js';
+import { rereadAfterRecovery } from '../reread.js';
+import { Checker, runWorkload, type WorkloadRunOptions } from '../runner.js';
+import { verifyAfterLift } from '../verify.js';
 import { withConnection } from './server-actions.js';
 
 /** Options the harness passes to the store's factory (a subset of `openPostgresStore`'s). */
@@ -104,6 +106,7 @@ export async function reopenAndVerifyPg(
   }
   await verifyAfterLift(reopened.value, model, check, { crash: false });
   await check.attempt('close', () => reopened.value.close());
+  await rereadAfterRecovery(() => openDirect(env, schema, url), model, check);
 }
 
 /** One run: the agent workload on a faulted store, then the fault lifted and the store verified. */

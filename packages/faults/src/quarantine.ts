@@ -1,0 +1,57 @@
+// Removed bytes = quarantined bytes (contract §1, §4): whatever a repair or a tail cut takes out of
+// a log must be in quarantine, byte for byte. Checked on every crash state, whose disk before the
+// reopen is known exactly, against the disk the recovery left.
+import { posix } from 'node:path';
+import type { Volume } from 'memfs';
+import type { FsLayout } from './driver.js';
+import type { Checker } from './runner.js';
+
+/** Every file under `dir` of a memfs volume, with its bytes. */
+export function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {
+  const files = new Map<string, Uint8Array>();
+  for (const name of volume.readdirSync(dir) as string[]) {
+    const path = posix.join(dir, name);
+    if (volume.lstatSync(path).isDirectory()) for (const [p, b] of filesUnder(volume, path)) files.set(p, b);
+    else files.set(path, Uint8Array.from(volume.readFileSync(path) as Buffer));
+  }
+  return files;
+}
+
+function commonPrefix(a: Uint8Array, b: Uint8Array): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && commonPrefix(a, b) === a.length;
+}
+
+/**
+ * Checks that every byte taken out of a log between `before` and `after` (paths to bytes) is in a
+ * quarantine file that `after` added: the bytes a log lost past what it still shares with its
+ * former self must end a new quarantine file whose whole content is the log's former tail. A log
+ * that only grew removed nothing. Pure apart from recording violations.
+ */
+export function checkQuarantine(
+  layout: FsLayout,
+  before: ReadonlyMap<string, Uint8Array>,
+  after: ReadonlyMap<string, Uint8Array>,
+  check: Checker,
+): void {
+  const added = [...after].filter(([path]) => layout.isQuarantine(path) && !before.has(path));
+  for (const [path, old] of before) {
+    if (!layout.isLog(path) || old.length === 0) continue;
+    const now = after.get(path) ?? new Uint8Array();
+    const removed = old.length - commonPrefix(old, now);
+    if (removed === 0) continue;
+    const kept = added.some(
+      ([, bytes]) => bytes.length >= removed && sameBytes(bytes, old.subarray(old.length - bytes.length)),
+    );
+    if (!kept)
+      check.violation(
+        'unquarantined-bytes',
+        `${removed} byte(s) taken out of ${path} (from byte ${old.length - removed}) are in no quarantine file`,
+      );
+  }
+}
