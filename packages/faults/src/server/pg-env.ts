@@ -5,9 +5,8 @@ import type { SessionStore } from '@tidemark/core';
 import pg from 'pg';
 import { WorkloadModel } from '../model.js';
 import type { ReportBuilder } from '../report.js';
-import { rereadAfterRecovery } from '../reread.js';
+import { reopenAndVerify } from '../reread.js';
 import { Checker, runWorkload, type WorkloadRunOptions } from '../runner.js';
-import { verifyAfterLift } from '../verify.js';
 import { withConnection } from './server-actions.js';
 
 /** Options the harness passes to the store's factory (a subset of `openPostgresStore`'s). */
@@ -95,18 +94,7 @@ export async function reopenAndVerifyPg(
   check: Checker,
   url = env.url,
 ): Promise<void> {
-  const reopened = await check.attempt('reopen after lift', () => openDirect(env, schema, url));
-  if (!reopened.ok) {
-    check.outcome.lostEvents += model.ackedEvents;
-    check.violation(
-      'not-writable',
-      `the store cannot be reopened after the fault was lifted: ${reopened.error?.message ?? ''}`,
-    );
-    return;
-  }
-  await verifyAfterLift(reopened.value, model, check, { crash: false });
-  await check.attempt('close', () => reopened.value.close());
-  await rereadAfterRecovery(() => openDirect(env, schema, url), model, check);
+  await reopenAndVerify(() => openDirect(env, schema, url), model, check, false);
 }
 
 /** One run: the agent workload on a faulted store, then the fault lifted and the store verified. */
