@@ -16,16 +16,19 @@ import { memfsFileSystem } from './memfs-fs.js';
 export {
   applyDataOps,
   applyDirOp,
+  type ContentVariant,
   CRASH_AGE_MS,
   type CrashPoint,
   type CrashState,
   type CrashStateLimits,
   contentVariants,
+  crashStatesAt,
   cutOffsets,
   type DataOp,
   type DirOp,
   dirOpSubsets,
   enumerateCrashStates,
+  freshWrites,
   materialize,
 } from './crash-states.js';
 

@@ -57,6 +57,26 @@ export interface CrashStateLimits {
   sampleCuts?: number;
   /** Up to this many volatile directory operations, every keep/lose subset is tried (default 4). */
   exhaustiveDirOps?: number;
+  /**
+   * Writes cut at every byte offset whatever their length: the sampled sweeps pass the writes
+   * that are new at a crash point ({@link freshWrites}), so that every write is cut at every byte
+   * once, at the first point where it is pending, and at the sampled offsets after that.
+   */
+  cutEveryByteOf?: ReadonlySet<DataOp>;
+}
+
+/**
+ * The writes pending at `point` that were pending at none of the `earlier` points (the recorded
+ * points before it, whether swept or not): pure, so that a replay finds the same set.
+ */
+export function freshWrites(point: CrashPoint, earlier: Iterable<CrashPoint>): Set<DataOp> {
+  const seen = new Set<DataOp>();
+  for (const before of earlier)
+    for (const inode of before.inodes.values()) for (const op of inode.pending) seen.add(op);
+  const fresh = new Set<DataOp>();
+  for (const inode of point.inodes.values())
+    for (const op of inode.pending) if (op.kind === 'write' && !seen.has(op)) fresh.add(op);
+  return fresh;
 }
 
 export function parentOf(path: string): string {
@@ -138,12 +158,16 @@ export function applyDataOps(base: Uint8Array, ops: readonly DataOp[]): Uint8Arr
 export function cutOffsets(data: Uint8Array, limits: CrashStateLimits = {}): number[] {
   const len = data.length;
   const exhaustive = limits.exhaustiveWriteBytes ?? 64;
-  if (len <= exhaustive) return Array.from({ length: len }, (_, i) => i);
+  if (len <= exhaustive) return everyOffset(len);
   const cuts = new Set<number>([0, 1, len - 1]);
   for (let i = 0; i < len; i++) if (data[i] === 0x0a) for (const c of [i, i + 1]) if (c < len) cuts.add(c);
   const samples = limits.sampleCuts ?? 8;
   for (let k = 1; k <= samples; k++) cuts.add(Math.floor((len * k) / (samples + 1)));
   return [...cuts].sort((a, b) => a - b);
+}
+
+function everyOffset(length: number): number[] {
+  return Array.from({ length }, (_, i) => i);
 }
 
 /** Deterministic garbage (xorshift), so that a failing crash state can be replayed. */
@@ -161,24 +185,37 @@ function garbage(length: number, seed: number): Uint8Array {
   return out;
 }
 
+/** One content a file may hold after a crash. */
+export interface ContentVariant {
+  label: string;
+  bytes: Uint8Array;
+  /**
+   * A cut beyond the sampled offsets, made because the write is new at this point: it is tried
+   * with the directory operations all kept only (the sampled cuts try both), which is where the
+   * cut file is visible whatever it is.
+   */
+  extraCut?: true;
+}
+
 /** The contents a file may hold after a crash: durable image, whole prefixes, torn and filled writes. */
-export function contentVariants(
-  inode: Inode,
-  limits: CrashStateLimits = {},
-): { label: string; bytes: Uint8Array }[] {
-  const variants: { label: string; bytes: Uint8Array }[] = [{ label: 'durable', bytes: inode.durable }];
+export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): ContentVariant[] {
+  const variants: ContentVariant[] = [{ label: 'durable', bytes: inode.durable }];
   for (let k = 0; k < inode.pending.length; k++) {
     const before = applyDataOps(inode.durable, inode.pending.slice(0, k));
     const op = inode.pending[k]!;
     variants.push({ label: `ops 0..${k}`, bytes: applyDataOps(before, [op]) });
     if (op.kind !== 'write') continue;
-    for (const cut of cutOffsets(op.data, limits)) {
+    const sampled = cutOffsets(op.data, limits);
+    const cuts = limits.cutEveryByteOf?.has(op) ? everyOffset(op.data.length) : sampled;
+    const inSample = new Set(sampled);
+    for (const cut of cuts) {
       if (cut === 0) continue; // identical to the prefix without this write
       variants.push({
         label: `op ${k} torn at ${cut}/${op.data.length}`,
         bytes: applyDataOps(before, [
           { kind: 'write', position: op.position, data: op.data.subarray(0, cut) },
         ]),
+        ...(!inSample.has(cut) && { extraCut: true }),
       });
     }
     if (op.position + op.data.length > before.length) {
@@ -301,7 +338,7 @@ export function enumerateCrashStates(point: CrashPoint, limits: CrashStateLimits
     for (const variant of contentVariants(inode, limits)) {
       const contentOf = (other: number) => (other === ino ? variant.bytes : writtenOf(other));
       push(buildState(point, allKept, contentOf, `dir ops all kept; ino ${ino} ${variant.label}`));
-      if (noneKept.length > 0)
+      if (noneKept.length > 0 && variant.extraCut !== true)
         push(buildState(point, noneKept, contentOf, `dir ops all lost; ino ${ino} ${variant.label}`));
     }
   }
@@ -326,4 +363,20 @@ export function materialize(state: CrashState): FileSystem & { volume: Volume } 
     volume.utimesSync(path, then, then);
   }
   return memfsFileSystem(volume);
+}
+
+/**
+ * The crash states of recorded point `index`: every write new at that point is cut at every byte
+ * offset whatever the limits, so that even a sampled sweep cuts each write at every byte once
+ * (unless `limits.cutEveryByteOf` names the writes itself).
+ */
+export function crashStatesAt(
+  recorded: readonly { point: CrashPoint }[],
+  index: number,
+  limits: CrashStateLimits = {},
+): CrashState[] {
+  const { point } = recorded[index]!;
+  const earlier = recorded.slice(0, index).map((r) => r.point);
+  const cutEveryByteOf = limits.cutEveryByteOf ?? freshWrites(point, earlier);
+  return enumerateCrashStates(point, { ...limits, cutEveryByteOf });
 }

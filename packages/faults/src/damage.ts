@@ -1,12 +1,14 @@
 // The damaged-file sweep (bit rot, a bad sector) of fs-kind drivers: every file a clean workload
 // left, one byte flipped in turn, the store reopened and probed.
 import { posix } from 'node:path';
+import type { FileSystem } from '@tidemark/core';
 import { Volume } from 'memfs';
 import type { FsHarnessDriver } from './driver.js';
 import { memfsFileSystem } from './memfs-fs.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import { filesUnder } from './quarantine.js';
+import { removalProbe } from './removal-sweep.js';
 import type { ReportBuilder } from './report.js';
 import { Checker, runWorkload } from './runner.js';
 import { SWEEP_ROOT } from './sweeps.js';
@@ -33,14 +35,7 @@ export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuild
   for (const [path, bytes] of files) {
     if (report.enough) break;
     if (bytes.length === 0) continue;
-    const volume = new Volume();
-    for (const [p, b] of files) {
-      volume.mkdirSync(posix.dirname(p), { recursive: true });
-      const copy = Buffer.from(b);
-      if (p === path) copy[copy.length >> 1] = copy[copy.length >> 1]! ^ 0x5a;
-      volume.writeFileSync(p, copy, { mode: 0o600 });
-    }
-    const fs = memfsFileSystem(volume);
+    const fs = flipped(files, path);
     const check = new Checker();
     await probeStore(() => driver.open({ fs, root: SWEEP_ROOT }), model.clone(), check, true);
     report.add(
@@ -51,6 +46,40 @@ export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuild
       true,
     );
     runs++;
+    // A damaged log is what `repair({ dropCorrupt })` exists for: what it drops must be in
+    // quarantine, what it keeps a prefix of the log, and the store must take the next turn.
+    const { layout } = driver;
+    if (layout === undefined || !layout.isLog(path) || report.enough) continue;
+    const repaired = await removalProbe(
+      { ...driver, layout },
+      flipped(files, path),
+      model.clone(),
+      'repair',
+      {
+        damaged: true,
+        durability: 'strict',
+      },
+    );
+    report.add(
+      driver.name,
+      'damaged file + repair',
+      `byte ${bytes.length >> 1} of ${path} flipped; then repair`,
+      repaired.outcome,
+      false,
+    );
+    runs++;
   }
   return runs;
+}
+
+/** A copy of `files` on a fresh volume, with the middle byte of `path` flipped. */
+function flipped(files: ReadonlyMap<string, Uint8Array>, path: string): FileSystem & { volume: Volume } {
+  const volume = new Volume();
+  for (const [p, b] of files) {
+    volume.mkdirSync(posix.dirname(p), { recursive: true });
+    const copy = Buffer.from(b);
+    if (p === path) copy[copy.length >> 1] = copy[copy.length >> 1]! ^ 0x5a;
+    volume.writeFileSync(p, copy, { mode: 0o600 });
+  }
+  return memfsFileSystem(volume);
 }

@@ -4,6 +4,7 @@ import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import type { SweepMode } from './mode.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
+import { removalSweepFs } from './removal-sweep.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 
@@ -39,10 +40,17 @@ export interface HarnessOptions {
 }
 
 /**
- * Quick crash sweeps cut a long write at 0, 1, the last byte (a line missing only its newline),
- * both sides of every line boundary and a few even samples; short ones at every byte.
+ * Cuts a long write at 0, 1, the last byte (a line missing only its newline), both sides of every
+ * line boundary and 3 even samples, a short one at every byte.
  */
-export const QUICK_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+export const SAMPLED_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
+
+/**
+ * Quick crash sweeps cut every write at every byte offset once, at the first crash point where it
+ * is pending (`crashStatesAt` adds those cuts), and at the {@link SAMPLED_CRASH_LIMITS} offsets at
+ * the later points where it is still pending: fewer states, no offset skipped.
+ */
+export const QUICK_CRASH_LIMITS: CrashStateLimits = SAMPLED_CRASH_LIMITS;
 
 /** Full crash sweeps cut every pending write at every byte offset, whatever its length. */
 export const FULL_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: Number.POSITIVE_INFINITY };
@@ -155,6 +163,7 @@ async function sweepOneMode(
   total.crashPoints += swept.points;
   total.crashStates += swept.states;
   total.runs += swept.recoveryRuns;
+  total.runs += await removalSweepFs(driver, report, swept.removalStates, mode);
   // Damage to a file is the same whatever the mode that wrote it: swept once.
   if (mode.durability === 'strict') total.runs += await damageSweepFs(driver, report);
 }

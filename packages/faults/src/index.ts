@@ -21,6 +21,7 @@ export * from './powerloss-disk.js';
 export * from './powerloss-ledger.js';
 export * from './quarantine.js';
 export * from './real.js';
+export * from './removal-sweep.js';
 export * from './replay.js';
 export * from './report.js';
 export * from './report-html.js';

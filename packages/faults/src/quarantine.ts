@@ -28,10 +28,31 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /**
+ * Whether `range` is the concatenation of some of `files`, each used at most once: a tail cut
+ * after a torn-tail repair removes the interrupted lines into one file and the fragment after
+ * them into another, so the bytes a log lost may be spread over several quarantine files.
+ */
+function coveredInOrder(
+  range: Uint8Array,
+  files: readonly Uint8Array[],
+  used: ReadonlySet<number> = new Set(),
+): boolean {
+  if (range.length === 0) return true;
+  return files.some(
+    (bytes, i) =>
+      !used.has(i) &&
+      bytes.length > 0 &&
+      bytes.length <= range.length &&
+      sameBytes(bytes, range.subarray(0, bytes.length)) &&
+      coveredInOrder(range.subarray(bytes.length), files, new Set([...used, i])),
+  );
+}
+
+/**
  * Checks that every byte taken out of a log between `before` and `after` (paths to bytes) is in a
  * quarantine file that `after` added: the bytes a log lost past what it still shares with its
- * former self must end a new quarantine file whose whole content is the log's former tail. A log
- * that only grew removed nothing. Pure apart from recording violations.
+ * former self must end a new quarantine file whose whole content is the log's former tail, or be
+ * the new quarantine files laid end to end. A log that only grew removed nothing. Pure apart from recording violations.
  */
 export function checkQuarantine(
   layout: FsLayout,
@@ -45,9 +66,14 @@ export function checkQuarantine(
     const now = after.get(path) ?? new Uint8Array();
     const removed = old.length - commonPrefix(old, now);
     if (removed === 0) continue;
-    const kept = added.some(
-      ([, bytes]) => bytes.length >= removed && sameBytes(bytes, old.subarray(old.length - bytes.length)),
-    );
+    const kept =
+      added.some(
+        ([, bytes]) => bytes.length >= removed && sameBytes(bytes, old.subarray(old.length - bytes.length)),
+      ) ||
+      coveredInOrder(
+        old.subarray(old.length - removed),
+        added.map(([, bytes]) => bytes),
+      );
     if (!kept)
       check.violation(
         'unquarantined-bytes',

@@ -1,7 +1,8 @@
 // One run of the harness again, from the replay id the report gives it (`--replay ID`): the error
 // and crash sweeps are deterministic, so the same id gives the same fault at the same operation,
 // or the same crash state, and the same outcome.
-import { enumerateCrashStates } from './crash-fs.js';
+
+import { crashStatesAt } from './crash-fs.js';
 import type { HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import { FULL_CRASH_LIMITS, QUICK_CRASH_LIMITS } from './harness.js';
@@ -91,12 +92,13 @@ export async function replayRun(driver: HarnessDriver, id: string, quick: boolea
   const { recorded } = await recordCrashPoints(driver, quick, mode);
   // The last: the point after a relaxed close() shares its op with the last one during it, and
   // holds the stricter model.
-  const crash = recorded.findLast((r) => r.point.afterOp === target.afterOp);
+  const at = recorded.findLastIndex((r) => r.point.afterOp === target.afterOp);
+  const crash = recorded[at];
   if (crash === undefined)
     throw new Error(
       `no crash point after op ${target.afterOp}${quick ? ' in a quick run' : ''} (replay with the same --quick as the report)`,
     );
-  const states = enumerateCrashStates(crash.point, quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
+  const states = crashStatesAt(recorded, at, quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
   const state = states[target.stateIndex];
   if (state === undefined)
     throw new Error(

@@ -4,6 +4,7 @@ import {
   type CrashPoint,
   type CrashState,
   type CrashStateLimits,
+  crashStatesAt,
   enumerateCrashStates,
   materialize,
 } from './crash-fs.js';
@@ -373,7 +374,7 @@ export async function crashSweepFs(
   options: { syncOnly: boolean; limits?: CrashStateLimits; recoverySamples: number },
   progress?: Progress,
   mode: SweepMode = STRICT_MODE,
-): Promise<{ points: number; states: number; recoveryRuns: number }> {
+): Promise<{ points: number; states: number; recoveryRuns: number; removalStates: RemovalState[] }> {
   const row = modeClass('crash (power loss)', mode);
   const { recorded, check } = await recordCrashPoints(driver, options.syncOnly, mode);
   report.add(driver.name, row, 'workload on CrashFs', check.outcome, false);
@@ -385,7 +386,7 @@ export async function crashSweepFs(
     // A sampled mode checks every state of one crash point in `sample` (enumerating the states
     // is what costs, so points, not states, are sampled); the point after close() always.
     if (!inSample(mode, pointIndex) && pointIndex !== recorded.length - 1) continue;
-    for (const [index, state] of [...enumerateCrashStates(point, options.limits)].entries()) {
+    for (const [index, state] of [...crashStatesAt(recorded, pointIndex, options.limits)].entries()) {
       const stateCheck = await checkCrashState(driver, state, pointModel, mode);
       const label = `crash after op ${point.afterOp} (${point.op}), ${state.label}`;
       report.add(driver.name, row, label, stateCheck.outcome, true, {
@@ -404,7 +405,26 @@ export async function crashSweepFs(
   const step = Math.max(1, Math.floor(damaged.length / wanted));
   const samples = damaged.filter((_, i) => i % step === 0).slice(0, wanted);
   const recoveryRuns = await recoverySweep(driver, report, samples, progress, mode);
-  return { points: recorded.length, states, recoveryRuns };
+  // The tail cut and repair sweep takes the same sample, and the disk the whole workload left
+  // (its last turn of session b is interrupted: a cut has work to do).
+  const last = recorded.at(-1);
+  const whole =
+    last && enumerateCrashStates(last.point, options.limits).find((s) => /data all written/.test(s.label));
+  const removalStates = [...samples];
+  if (last !== undefined && whole !== undefined)
+    removalStates.push({
+      state: whole,
+      model: last.model,
+      label: `after op ${last.point.afterOp}, ${whole.label}`,
+    });
+  return { points: recorded.length, states, recoveryRuns, removalStates };
+}
+
+/** A crash state the tail cut and repair sweep reopens, with the model it is checked against. */
+export interface RemovalState {
+  state: CrashState;
+  model: WorkloadModel;
+  label: string;
 }
 
 /** The probe run on a reopened crash state: loads (which repair torn tails), lists and an append. */

@@ -94,7 +94,9 @@ export function workloadEvent(key: string, seq: number, type: string): SessionEv
   let data: JsonValue;
   switch (type) {
     case 'user/message':
-      data = { role: 'user', text: `request ${seq} in ${key}: run the tests and fix what fails` };
+      // Non-ASCII text in every turn: a cut inside a multi-byte character is one of the tails a
+      // crash sweep must produce (the default branch below only reaches first batches).
+      data = { role: 'user', text: `request ${seq} in ${key}: run the tests — fix what fails ✓` };
       break;
     case 'tool/call':
       data = {

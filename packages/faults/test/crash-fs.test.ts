@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   CrashFs,
   contentVariants,
+  crashStatesAt,
   cutOffsets,
   dirOpSubsets,
   enumerateCrashStates,
@@ -15,7 +16,8 @@ const dec = (b: Uint8Array | undefined) => (b === undefined ? undefined : new Te
 
 async function writeFile(fs: CrashFs, path: string, data: string, sync: boolean) {
   const handle = await fs.open(path, 'a');
-  await handle.write(enc(data), 0, data.length, null);
+  const bytes = enc(data);
+  await handle.write(bytes, 0, bytes.length, null);
   if (sync) await handle.datasync();
   await handle.close();
 }
@@ -189,6 +191,36 @@ describe('crash-state enumeration rules', () => {
     // A line missing only its newline, for each line, and the write missing only its last byte.
     for (const c of [120, 121, 211, batch.length - 1]) expect(quick).toContain(c);
     expect(cutOffsets(batch, FULL_CRASH_LIMITS)).toEqual(Array.from({ length: batch.length }, (_, i) => i));
+  });
+
+  it('cuts each write at every byte once, at the first point where it is pending, then at the sampled offsets', async () => {
+    const fs = await freshDisk();
+    await writeFile(fs, '/d/log', 'old\n', true);
+    await fs.syncDir('/d');
+    const first = `${'a'.repeat(60)}é✓\n`;
+    await writeFile(fs, '/d/log', first, false);
+    const p0 = fs.crashPoint('write');
+    await writeFile(fs, '/d/log', `${'b'.repeat(60)}\n`, false);
+    const p1 = fs.crashPoint('write');
+    const recorded = [{ point: p0 }, { point: p1 }];
+    const cutsOf = (states: { label: string }[], op: number) =>
+      new Set(
+        states.flatMap((s) => s.label.match(new RegExp(`op ${op} torn at (\\d+)/`))?.[1] ?? []).map(Number),
+      );
+    const firstLength = enc(first).length;
+    const every = Array.from({ length: firstLength - 1 }, (_, i) => i + 1);
+    // At its first point the write is cut inside each multi-byte character too (é: 1, ✓: 2 offsets).
+    expect([...cutsOf(crashStatesAt(recorded, 0, QUICK_CRASH_LIMITS), 0)].sort((a, b) => a - b)).toEqual(
+      every,
+    );
+    // At the next point it is still pending: sampled cuts of it, every byte of the new write.
+    const later = crashStatesAt(recorded, 1, QUICK_CRASH_LIMITS);
+    expect(cutsOf(later, 0).size).toBeLessThan(firstLength / 2);
+    expect(cutsOf(later, 0)).toContain(firstLength - 1);
+    expect(cutsOf(later, 1).size).toBe(60);
+    // A caller that names the writes itself gets the sampled cuts only.
+    const sampled = crashStatesAt(recorded, 0, { ...QUICK_CRASH_LIMITS, cutEveryByteOf: new Set() });
+    expect(cutsOf(sampled, 0).size).toBeLessThan(firstLength / 2);
   });
 
   it('tries every keep/lose subset of few directory operations and a bounded family of many', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type CrashStateLimits,
   crashSweepFs,
   damageSweepFs,
   type HarnessOptions,
@@ -8,6 +9,7 @@ import {
   QUICK_MODE_SAMPLE,
   ReportBuilder,
   runFaultHarness,
+  SAMPLED_CRASH_LIMITS,
 } from '../src/index.js';
 import {
   engineConflictAsRetry,
@@ -23,8 +25,11 @@ import {
   jsonlLoadStoppingAtDamage,
   jsonlNonAtomicFirstPublish,
   jsonlQuarantineDropsAByte,
+  jsonlQuarantineDropsAPartialCharacter,
   jsonlRelaxedWithoutBoundarySync,
+  jsonlRepairDeletesQuarantine,
   jsonlRepairLeavesFragment,
+  jsonlTailCutKeepsOneLine,
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
@@ -131,6 +136,41 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(failing(report, 'crash (power loss)')).toBeDefined();
     // Nothing else is wrong: every acknowledged event is there, only a removed byte is gone.
     expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
+  }, 120_000);
+
+  it('(v) a quarantine that loses a character cut in half: caught only by cutting every write at every byte', async () => {
+    const sweep = async (limits: CrashStateLimits) => {
+      const builder = new ReportBuilder(1);
+      const options = { syncOnly: true, limits, recoverySamples: 0 };
+      await crashSweepFs(jsonlQuarantineDropsAPartialCharacter(), builder, options);
+      return builder.build(true, new Date(), []);
+    };
+    // The cuts a sampled sweep makes (0, 1, the last byte, both sides of each newline, a few even
+    // samples) never stop inside a multi-byte character here; the quick run's cuts do.
+    expect((await sweep({ ...SAMPLED_CRASH_LIMITS, cutEveryByteOf: new Set() })).passed).toBe(true);
+    const quick = await sweep(QUICK_CRASH_LIMITS);
+    expect(new Set(quick.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
+    expect(quick.failures[0]?.fault).toMatch(/torn at/);
+  }, 300_000);
+
+  it('(w) a tail cut that quarantines only the first record it removes: caught by the tail cut sweep', async () => {
+    const report = await runFaultHarness(jsonlTailCutKeepsOneLine(), {
+      ...base,
+      skip: ['real', 'errors'],
+      crashLimits: { ...SAMPLED_CRASH_LIMITS, cutEveryByteOf: new Set() },
+    });
+    // The reopen's own torn-tail repair is right: the plain crash cell passes.
+    expect(report.cells.find((c) => c.faultClass === 'crash (power loss)')?.status).toBe('pass');
+    expect(failing(report, 'crash + tail cut')).toBeDefined();
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
+  }, 300_000);
+
+  it('(x) a repair that deletes its quarantine files: caught by the repair of damaged logs', async () => {
+    const damaged = new ReportBuilder(3);
+    await damageSweepFs(jsonlRepairDeletesQuarantine(), damaged);
+    const report = damaged.build(true, new Date(), []);
+    expect(report.cells.find((c) => c.faultClass === 'damaged file (one byte flipped)')?.status).toBe('pass');
+    expect(failing(report, 'damaged file + repair')?.examples.join('\n')).toMatch(/unquarantined-bytes/);
   }, 120_000);
 
   it('(r) an open that answers a storage fault with NOT_FOUND: false absence', async () => {

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { Checker, checkQuarantine, JSONL_LAYOUT } from '../src/index.js';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const LOG = '/store/sessions/cwd-1/sess-a.jsonl';
+const Q = '/store/sessions/.quarantine';
+
+function kinds(after: Record<string, string>): string[] {
+  const check = new Checker();
+  const before = new Map([[LOG, enc('line0\nline1\nline2\ntorn')]]);
+  checkQuarantine(JSONL_LAYOUT, before, new Map(Object.entries(after).map(([p, s]) => [p, enc(s)])), check);
+  return check.outcome.violations.map((v) => v.kind);
+}
+
+describe('removed bytes = quarantined bytes', () => {
+  it('accepts a removed tail kept whole in one quarantine file', () => {
+    expect(kinds({ [LOG]: 'line0\n', [`${Q}/a.tail.jsonl`]: 'line1\nline2\ntorn' })).toEqual([]);
+  });
+
+  it('accepts a tail cut after a torn-tail repair: the lines in one file, the fragment in another', () => {
+    const after = { [LOG]: 'line0\n', [`${Q}/b.torn.bin`]: 'torn', [`${Q}/a.tail.jsonl`]: 'line1\nline2\n' };
+    expect(kinds(after)).toEqual([]);
+  });
+
+  it('refuses a removal with a byte in no quarantine file, or files that do not lie end to end', () => {
+    expect(kinds({ [LOG]: 'line0\n', [`${Q}/a.tail.jsonl`]: 'line1\nline2\n' })).toEqual([
+      'unquarantined-bytes',
+    ]);
+    const gap = { [LOG]: 'line0\n', [`${Q}/b.torn.bin`]: 'orn', [`${Q}/a.tail.jsonl`]: 'line1\nline2\n' };
+    expect(kinds(gap)).toEqual(['unquarantined-bytes']);
+    // A file that was there before the removal is not where the removed bytes went.
+    const check = new Checker();
+    const before = new Map([
+      [LOG, enc('line0\nline1\n')],
+      [`${Q}/old.tail.jsonl`, enc('line1\n')],
+    ]);
+    checkQuarantine(
+      JSONL_LAYOUT,
+      before,
+      new Map([
+        [LOG, enc('line0\n')],
+        [`${Q}/old.tail.jsonl`, enc('line1\n')],
+      ]),
+      check,
+    );
+    expect(check.outcome.violations.map((v) => v.kind)).toEqual(['unquarantined-bytes']);
+  });
+});
