@@ -154,6 +154,55 @@ export function encodeBatch(events: readonly { json: string }[], lastSeq: number
   return out;
 }
 
+/**
+ * {@link encodeBatch} as UTF-8 bytes, the form the writer needs: each line body is written into one
+ * buffer sized from the events' known UTF-8 lengths and checksummed over those bytes (slice-by-8),
+ * instead of a per-character CRC of the text and a second encoding of the whole batch. Same bytes
+ * as `Buffer.from(encodeBatch(...))`.
+ */
+export function encodeBatchBytes(
+  events: readonly { json: string; bytes: number }[],
+  lastSeq: number,
+  at: string,
+): Buffer {
+  const last = events.length - 1;
+  const start = `,"start":${lastSeq - last}`;
+  const end = `,"end":${lastSeq}`;
+  const closing = `,"at":${JSON.stringify(at)}`;
+  // Framing, `at` and the suffix are ASCII (an ISO time), so their lengths are their byte counts.
+  let total = 0;
+  for (let i = 0; i <= last; i++) {
+    total += events[i]!.bytes - 1 + end.length + CRC_SUFFIX_BYTES + 1;
+    if (i > 0) total += start.length;
+    if (i === last) total += closing.length;
+  }
+  const out = Buffer.allocUnsafe(total);
+  let at0 = 0;
+  for (let i = 0; i <= last; i++) {
+    const json = events[i]!.json;
+    const framing = (i === 0 ? end : start + end) + (i === last ? closing : '');
+    const bodyEnd = at0 + out.write(json.slice(0, -1) + framing, at0, 'utf8');
+    at0 = writeCrcSuffix(out, bodyEnd, crc32(out, at0, bodyEnd));
+  }
+  // A length that disagrees (a caller's `bytes` not of its `json`) must never reach the log.
+  if (at0 !== total) throw new Error(`encodeBatchBytes: framed ${at0} of ${total} bytes`);
+  return out;
+}
+
+const CRC_PREFIX_BYTES = Buffer.from(CRC_PREFIX, 'latin1');
+const HEX_DIGITS = Buffer.from('0123456789abcdef', 'latin1');
+
+/** Writes `,"crc":"<8 hex>"}` and the newline at `out[pos..]` as bytes; returns the end. */
+function writeCrcSuffix(out: Buffer, pos: number, crc: number): number {
+  CRC_PREFIX_BYTES.copy(out, pos);
+  let at = pos + CRC_PREFIX_BYTES.length;
+  for (let shift = 28; shift >= 0; shift -= 4) out[at++] = HEX_DIGITS[(crc >>> shift) & 0xf]!;
+  out[at++] = 0x22; // "
+  out[at++] = 0x7d; // }
+  out[at++] = 0x0a; // newline
+  return at;
+}
+
 /** One decoded event line. */
 export interface DecodedLine {
   event: SessionEvent;
