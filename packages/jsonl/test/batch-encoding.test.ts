@@ -4,7 +4,7 @@
 import { prepareBatch } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeBatch, encodeBatchBytes } from '../src/format.js';
+import { crc32Utf8, decodeEventLine, encodeBatch, encodeBatchBytes, readEventLine } from '../src/format.js';
 import { LogScanner } from '../src/scan.js';
 import { isoOfMs } from '../src/writer.js';
 
@@ -61,5 +61,82 @@ describe('isoOfMs', () => {
       ),
     );
     expect(isoOfMs(-1)).toBe(new Date(-1).toISOString());
+  });
+});
+
+/** `text` sealed as a line (checksum over its body), as bytes without the newline. */
+function sealedText(body: string): Buffer {
+  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
+}
+
+describe('readEventLine', () => {
+  const value = fc.oneof(
+    fc.nat(20),
+    fc.constantFrom(-1, 1.5, 0, '05', 'x', T, 'not a time', null, '"q"'),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+    fc.jsonValue({ maxDepth: 2 }),
+  );
+  const member = fc.tuple(
+    fc.constantFrom('seq', 'type', 'time', 'data', 'start', 'end', 'at', 'crc', 'x'),
+    value,
+  );
+  const spacing = fc.constantFrom('', ' ');
+
+  it('decodes any sealed line exactly as a parse of the whole line does', () => {
+    fc.assert(
+      fc.property(fc.array(member, { maxLength: 9 }), spacing, (members, space) => {
+        const body = `{${members.map(([k, v]) => `${JSON.stringify(k)}:${space}${JSON.stringify(v)}`).join(',')}`;
+        const line = sealedText(body);
+        const general = decodeEventLine(line, 0, line.length);
+        expect(readEventLine(line, 0, line.length)).toEqual(general.ok ? general.value : undefined);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('agrees on lines framed like the writer frames them, with odd framing and payloads', () => {
+    const number = fc.oneof(
+      fc.nat(30).map(String),
+      fc.constantFrom('007', '1e1', '-1', '2.0', ' 3', '123456789012345678'),
+    );
+    const framing = fc.tuple(
+      fc.option(number),
+      number,
+      fc.option(fc.constantFrom(JSON.stringify(T), '"x"', '"2026-01-01T00:00:00\\u002e000Z"', '"é"', '5')),
+    );
+    const extra = fc.option(fc.constantFrom(',"end":4', ',"start":1', ',"at":"x"', ',"crc":1', ',"seq":3'));
+    fc.assert(
+      fc.property(
+        fc.nat(30),
+        fc.jsonValue({ maxDepth: 2 }),
+        extra,
+        framing,
+        (seq, data, more, [first, last, at]) => {
+          let body = `{"seq":${seq},"type":"t","time":"${T}","data":${JSON.stringify(data)}${more ?? ''}`;
+          if (first !== null) body += `,"start":${first}`;
+          body += `,"end":${last}`;
+          if (at !== null) body += `,"at":${at}`;
+          const line = sealedText(body);
+          const general = decodeEventLine(line, 0, line.length);
+          expect(readEventLine(line, 0, line.length)).toEqual(general.ok ? general.value : undefined);
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('decodes the lines the writer frames, batch bounds and time included', () => {
+    const text = encodeBatch(events(['a', 'b', 'c'], 7), 9, T);
+    const lines = text
+      .split('\n')
+      .slice(0, -1)
+      .map((l) => Buffer.from(l, 'utf8'));
+    expect(lines.map((l) => readEventLine(l, 0, l.length))).toEqual(
+      lines.map((l) => {
+        const general = decodeEventLine(l, 0, l.length);
+        return general.ok ? general.value : 'refused';
+      }),
+    );
+    expect(readEventLine(lines[2]!, 0, lines[2]!.length)).toMatchObject({ start: 7, end: 9, at: T });
   });
 });
