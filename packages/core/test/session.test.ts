@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  advanceCommitState,
   applyPatch,
   assertSameEvents,
   assertValidId,
@@ -106,6 +108,33 @@ describe('commit state', () => {
       committedSeq: 0,
       interrupted: false,
     });
+  });
+  it('folds incrementally to what a forward walk over every event gives', () => {
+    // The reference: the last boundary's seq, interrupted when a later event exists.
+    const walk = (prev: { committedSeq: number; interrupted: boolean }, types: string[], from: number) => {
+      let { committedSeq, interrupted } = prev;
+      types.forEach((type, i) => {
+        if (isBoundary({ type })) committedSeq = from + i;
+        interrupted = from + i > committedSeq;
+      });
+      return { committedSeq, interrupted };
+    };
+    const types = fc.array(fc.constantFrom('note', 'turn/end', 'session/end'), { maxLength: 12 });
+    fc.assert(
+      fc.property(types, types, (first, second) => {
+        const start = commitStateOf(
+          first.map((type, i) => ev(i, type)),
+          isBoundary,
+        );
+        expect(start).toEqual(walk({ committedSeq: -1, interrupted: false }, first, 0));
+        const next = advanceCommitState(
+          start,
+          second.map((type, i) => ev(first.length + i, type)),
+          isBoundary,
+        );
+        expect(next).toEqual(walk(start, second, first.length));
+      }),
+    );
   });
   it('updates a summary incrementally and derives the first prompt', () => {
     const meta = { id: 's', createdAt: time, cwd: '/w' };
