@@ -1,4 +1,5 @@
 import { TidemarkError } from './errors.js';
+import { canonicalInRange } from './iso-time.js';
 import {
   assertJsonValue,
   DEFAULT_MAX_DEPTH,
@@ -39,27 +40,6 @@ export function isIsoTime(time: unknown): time is string {
   // The shape toISOString gives, checked on its digits: Date.parse was most of this check's cost
   // on every event. Anything else (other zones, hour 24, leap seconds, odd days) asks Date.parse.
   return (time.length === 24 && canonicalInRange(time)) || !Number.isNaN(Date.parse(time));
-}
-
-const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-/**
- * For `YYYY-MM-DDTHH:MM:SS.sssZ` (already matched by ISO_TIME): true when every field is in its
- * calendar range, in which case Date.parse accepts it too; false means "ask Date.parse".
- */
-function canonicalInRange(time: string): boolean {
-  if (time.charCodeAt(19) !== 0x2e || time.charCodeAt(23) !== 0x5a) return false; // '.', 'Z'
-  const num = (at: number, width: number) => {
-    let value = 0;
-    for (let i = at; i < at + width; i++) value = value * 10 + (time.charCodeAt(i) - 0x30);
-    return value;
-  };
-  const year = num(0, 4);
-  const month = num(5, 2);
-  const day = num(8, 2);
-  if (month < 1 || month > 12 || day < 1 || day > DAYS_IN_MONTH[month - 1]!) return false;
-  if (month === 2 && day === 29 && !(year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0))) return false;
-  return num(11, 2) < 24 && num(14, 2) < 60 && num(17, 2) < 60;
 }
 
 /** A validated event together with its serialized form (reused by backends to write it). */

@@ -236,6 +236,27 @@ describe('validation of create, update and list', () => {
       '2026-01-01T00:00:05.001Z',
     );
   });
+  it('steps a valid timestamp of any calendar date one millisecond, as Date does', () => {
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, '0')),
+        two(12),
+        two(31),
+        two(24),
+        two(59),
+        two(59),
+        fc.integer({ min: 0, max: 999 }).map((n) => String(n).padStart(3, '0')),
+        (y, mo, d, h, mi, s, ms) => {
+          const previous = `${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`;
+          const at = Date.parse(previous);
+          if (Number.isNaN(at)) return;
+          expect(nextUpdatedAt(previous, '0000-01-01T00:00:00.000Z')).toBe(new Date(at + 1).toISOString());
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
   it('steps one millisecond past any previous time, across second, day and year ends', () => {
     const now = '2000-01-01T00:00:00.000Z';
     for (const previous of [
