@@ -29,13 +29,18 @@ export function advanceCommitState(
   events: readonly Pick<SessionEvent, 'seq' | 'type'>[],
   isBoundary: BoundaryPredicate,
 ): CommitState {
-  let { committedSeq } = previous;
-  let last = previous.interrupted ? Number.POSITIVE_INFINITY : committedSeq;
-  for (const event of events) {
-    last = event.seq;
-    if (isBoundary(event)) committedSeq = event.seq;
+  if (events.length === 0) return { committedSeq: previous.committedSeq, interrupted: previous.interrupted };
+  // Only the last boundary matters: search from the end, so that a load asks the predicate about
+  // the events after it, not about every event of the log.
+  let committedSeq = previous.committedSeq;
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!;
+    if (isBoundary(event)) {
+      committedSeq = event.seq;
+      break;
+    }
   }
-  return { committedSeq, interrupted: events.length === 0 ? previous.interrupted : last > committedSeq };
+  return { committedSeq, interrupted: events[events.length - 1]!.seq > committedSeq };
 }
 
 /** The state of a whole log. */

@@ -5,6 +5,7 @@ import { decodeCursor, type ListCursor } from './cursor.js';
 import { TidemarkError } from './errors.js';
 import { isIsoTime, type PreparedEvent, type SessionEvent } from './event.js';
 import { assertValidId } from './ids.js';
+import { canonicalInRange } from './iso-time.js';
 import {
   assertJsonValue,
   cloneJson,
@@ -406,16 +407,14 @@ export function validateLoadOptions(options: unknown): 'keep' | 'cut' {
 export function nextUpdatedAt(previous: string, now: string = nowIso()): string {
   if (now > previous) return now;
   // Several writes in one millisecond: one past `previous`. `toISOString` output ends in `.mmmZ`,
-  // so below .999 only those digits change; anything else goes through Date.
-  const previousMs = Date.parse(previous);
-  if (CANONICAL_ISO.test(previous)) {
+  // so below .999 only those digits change; anything else goes through Date. Only for a real,
+  // normalised date (its fields in range): "T24:00:00.000Z" parses (as the next midnight) but its
+  // successor spelled this way would not.
+  if (CANONICAL_ISO.test(previous) && canonicalInRange(previous)) {
     const millis = Number(previous.slice(20, 23));
-    const next = `${previous.slice(0, 20)}${String(millis + 1).padStart(3, '0')}Z`;
-    // Only for a real, normalised date: "T24:00:00.000Z" parses (as the next midnight) but its
-    // successor spelled this way would not.
-    if (millis < 999 && Date.parse(next) === previousMs + 1) return next;
+    if (millis < 999) return `${previous.slice(0, 20)}${String(millis + 1).padStart(3, '0')}Z`;
   }
-  return new Date(previousMs + 1).toISOString();
+  return new Date(Date.parse(previous) + 1).toISOString();
 }
 
 /**

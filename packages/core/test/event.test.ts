@@ -105,3 +105,36 @@ describe('dataJsonOf', () => {
     expect(dataJsonOf({ event, json: 'unexpected', bytes: 10 })).toBe('{"a":1}');
   });
 });
+
+describe('isIsoTime on the canonical shape', () => {
+  // The regex and Date.parse are the rule; the digit check for toISOString's shape must agree.
+  const rule = (t: string) =>
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(t) &&
+    !Number.isNaN(Date.parse(t));
+  const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+  it('agrees with Date.parse on every field range, leap days and seconds included', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, '0')),
+        two(13),
+        two(32),
+        two(25),
+        two(61),
+        two(61),
+        (year, month, day, hour, minute, second) => {
+          const time = `${year}-${month}-${day}T${hour}:${minute}:${second}.000Z`;
+          expect(isIsoTime(time)).toBe(rule(time));
+        },
+      ),
+      { numRuns: 5000 },
+    );
+    for (const time of [
+      '2024-02-29T00:00:00.000Z',
+      '2023-02-29T00:00:00.000Z',
+      '1900-02-29T00:00:00.000Z',
+      '2000-02-29T23:59:59.999Z',
+      '2026-01-01T24:00:00.000Z',
+    ])
+      expect(isIsoTime(time)).toBe(rule(time));
+  });
+});

@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  advanceCommitState,
   applyPatch,
   assertSameEvents,
   assertValidId,
@@ -107,6 +109,33 @@ describe('commit state', () => {
       interrupted: false,
     });
   });
+  it('folds incrementally to what a forward walk over every event gives', () => {
+    // The reference: the last boundary's seq, interrupted when a later event exists.
+    const walk = (prev: { committedSeq: number; interrupted: boolean }, types: string[], from: number) => {
+      let { committedSeq, interrupted } = prev;
+      types.forEach((type, i) => {
+        if (isBoundary({ type })) committedSeq = from + i;
+        interrupted = from + i > committedSeq;
+      });
+      return { committedSeq, interrupted };
+    };
+    const types = fc.array(fc.constantFrom('note', 'turn/end', 'session/end'), { maxLength: 12 });
+    fc.assert(
+      fc.property(types, types, (first, second) => {
+        const start = commitStateOf(
+          first.map((type, i) => ev(i, type)),
+          isBoundary,
+        );
+        expect(start).toEqual(walk({ committedSeq: -1, interrupted: false }, first, 0));
+        const next = advanceCommitState(
+          start,
+          second.map((type, i) => ev(first.length + i, type)),
+          isBoundary,
+        );
+        expect(next).toEqual(walk(start, second, first.length));
+      }),
+    );
+  });
   it('updates a summary incrementally and derives the first prompt', () => {
     const meta = { id: 's', createdAt: time, cwd: '/w' };
     let summary = emptySummary(meta);
@@ -205,6 +234,27 @@ describe('validation of create, update and list', () => {
     );
     expect(nextUpdatedAt('2026-01-01T00:00:05.000Z', '2026-01-01T00:00:01.000Z')).toBe(
       '2026-01-01T00:00:05.001Z',
+    );
+  });
+  it('steps a valid timestamp of any calendar date one millisecond, as Date does', () => {
+    const two = (max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(2, '0'));
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 9999 }).map((n) => String(n).padStart(4, '0')),
+        two(12),
+        two(31),
+        two(24),
+        two(59),
+        two(59),
+        fc.integer({ min: 0, max: 999 }).map((n) => String(n).padStart(3, '0')),
+        (y, mo, d, h, mi, s, ms) => {
+          const previous = `${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`;
+          const at = Date.parse(previous);
+          if (Number.isNaN(at)) return;
+          expect(nextUpdatedAt(previous, '0000-01-01T00:00:00.000Z')).toBe(new Date(at + 1).toISOString());
+        },
+      ),
+      { numRuns: 5000 },
     );
   });
   it('steps one millisecond past any previous time, across second, day and year ends', () => {

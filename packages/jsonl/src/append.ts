@@ -21,7 +21,7 @@ import type { HeldLock } from './lock.js';
 import { readEvents } from './reader.js';
 import { SIDECAR_REFRESH_BYTES, SummaryFolder, writeSidecar } from './summary.js';
 import { advanceWriter, frameBatch, refreshSidecar, reopenHandle, rollback, writeFramed } from './writer.js';
-import { ensureWriter, lockSession, openWriter, register, retireWriter } from './writers.js';
+import { ensureWriter, lockSession, openWriter, openWriterOf, register, retireWriter } from './writers.js';
 
 /**
  * Appends a validated batch to session `id` (in its queue): through its writer when it has a log,
@@ -33,7 +33,7 @@ export async function appendToSession(
   batch: readonly PreparedEvent[],
   reservation: Reservation | undefined,
 ): Promise<{ nextSeq: number }> {
-  const writer = await ensureWriter(ctx, id);
+  const writer = openWriterOf(ctx, id) ?? (await ensureWriter(ctx, id));
   if (writer !== undefined) return appendTo(ctx, writer, batch);
   if (reservation === undefined) throw errors.notFound(id);
   return publishFirst(ctx, id, reservation, batch);

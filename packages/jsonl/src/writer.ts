@@ -8,7 +8,7 @@ import { recordBeforeUnlock } from './catalog-record.js';
 import type { StoreContext, Writer } from './context.js';
 import { io, quietly } from './errors.js';
 import { writeAll } from './files.js';
-import { encodeBatch } from './format.js';
+import { encodeBatchBytes } from './format.js';
 import { currentSummary, writeSidecar } from './summary.js';
 
 /** A batch framed for the log, and the time it records. */
@@ -26,9 +26,29 @@ export function frameBatch(writer: Writer, batch: readonly PreparedEvent[]): Fra
   const lastSeq = batch[batch.length - 1]!.event.seq;
   const nowMs = Date.now();
   const atMs = nowMs > writer.lastAtMs ? nowMs : writer.lastAtMs + 1;
-  const at = new Date(atMs).toISOString();
-  return { bytes: Buffer.from(encodeBatch(batch, lastSeq, at), 'utf8'), lastSeq, atMs };
+  const at = isoOfMs(atMs);
+  return { bytes: encodeBatchBytes(batch, lastSeq, at), lastSeq, atMs };
 }
+
+/**
+ * `new Date(ms).toISOString()`, formatting the date and time only once per second: every append
+ * records a distinct millisecond (see frameBatch), so caching whole strings would never hit.
+ */
+export function isoOfMs(ms: number): string {
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond.second) {
+    const iso = new Date(ms).toISOString();
+    // Only the common 24-character shape (years 0000-9999) is cut; others are formatted whole.
+    if (iso.length !== 24) return iso;
+    lastSecond.second = second;
+    lastSecond.prefix = iso.slice(0, 20);
+    return iso;
+  }
+  const milli = ms - second * 1000;
+  return `${lastSecond.prefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
+}
+
+const lastSecond = { second: Number.NaN, prefix: '' };
 
 /**
  * Writes a framed batch at the end of the log. Strict: on the O_DSYNC descriptor, so the write
@@ -43,7 +63,10 @@ export async function writeFramed(
   sync: boolean,
 ): Promise<void> {
   const handle = writer.handle!;
-  await writeAll(handle, framed.bytes, writer.size);
+  const { bytes } = framed;
+  // One write is the rule; writeAll's loop only for the rare short write (one promise less per append).
+  const n = await handle.write(bytes, 0, bytes.length, writer.size);
+  if (n < bytes.length) await writeAll(handle, bytes.subarray(n), writer.size + n);
   if (sync && ctx.logFlags !== 'r+dsync') await handle.datasync();
 }
 

@@ -13,6 +13,19 @@ import { acquireLock, type HeldLock, type LockHolder } from './lock.js';
 import { recoverOpenedLog } from './recovery.js';
 import { closeWriter, reopenHandle } from './writer.js';
 
+/**
+ * This instance's writer of `id` when it is open and its descriptor too (the common case of an
+ * append), marked most recently used; undefined otherwise (then see {@link ensureWriter}). Synchronous,
+ * so that the append path awaits nothing before its write.
+ */
+export function openWriterOf(ctx: StoreContext, id: string): Writer | undefined {
+  const existing = ctx.writers.get(id);
+  if (existing === undefined || existing.handle === undefined) return undefined;
+  ctx.writers.delete(id);
+  ctx.writers.set(id, existing); // most recently used last
+  return existing;
+}
+
 /** The writer of a session: this instance's, or a new one (lock, scan, torn-tail repair). Undefined when the session has no log. */
 export async function ensureWriter(ctx: StoreContext, id: string): Promise<Writer | undefined> {
   const existing = ctx.writers.get(id);

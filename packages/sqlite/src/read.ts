@@ -26,7 +26,7 @@ import {
   eventRowKey,
   rowToMeta,
   rowToSummary,
-  type SessionRow,
+  sessionRowOf,
   summaryColumns,
 } from './rows.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
@@ -231,10 +231,8 @@ export function listPage(conn: SqliteConnection, q: ValidListQuery): SessionPage
       : q.cursor === undefined
         ? listCwd
         : listCwdAfter;
-  const rows = conn.run(
-    conn.context('listing sessions', undefined, 'sessions'),
-    'SELECT sessions',
-    () => statement.all(params) as SessionRow[],
+  const rows = conn.run(conn.context('listing sessions', undefined, 'sessions'), 'SELECT sessions', () =>
+    (statement.all(params) as unknown[][]).map(sessionRowOf),
   );
   const problems: ListProblem[] = [];
   // Undecodable rows (and the extra row past the limit) keep their place as bare keys, so that the

@@ -28,6 +28,30 @@ export interface SessionRow {
   attrs: string | null;
 }
 
+/**
+ * A `sessions` row as list reads it, in raw (array) mode: the columns of `SUMMARY_SELECT` in its
+ * order. The driver builds an object row by setting each named column through its native API,
+ * which cost as much as the query itself for a page of 1,000 rows; a literal here is cheap.
+ */
+export function sessionRowOf(values: readonly unknown[]): SessionRow {
+  return {
+    id: values[0],
+    format_version: values[1],
+    created_at: values[2],
+    updated_at: values[3],
+    cwd: values[4],
+    parent_id: values[5],
+    parent_seq: values[6],
+    event_count: values[7],
+    committed_seq: values[8],
+    interrupted: values[9],
+    title: values[10],
+    first_prompt: values[11],
+    tags: values[12],
+    attrs: values[13],
+  } as SessionRow;
+}
+
 /** A row of `events` in raw (array) mode: `[seq, type, time, data, crc]`. */
 export type EventRow = readonly unknown[];
 

@@ -2,6 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { SessionRow } from './rows.js';
 
+// The column order is sessionRowOf's (rows.ts), which decodes the raw rows of the list statements.
 const SUMMARY_SELECT = `SELECT id, format_version, created_at, updated_at, cwd, parent_id, parent_seq, event_count,
   committed_seq, interrupted, title, first_prompt, tags, attrs FROM sessions`;
 
@@ -128,14 +129,17 @@ function listStatements(db: Database.Database) {
   const listOrder = 'ORDER BY updated_at DESC, id ASC LIMIT @limit';
   // `updated_at <= @u` alone lets SQLite range-scan the index; the OR finishes the keyset test.
   const afterCursor = '(updated_at <= @updatedAt AND (updated_at < @updatedAt OR id > @id))';
+  // Raw (array) rows, decoded by sessionRowOf: see there.
   return {
-    listAll: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_updated ${listOrder}`),
-    listAllAfter: db.prepare(
-      `${SUMMARY_SELECT} INDEXED BY sessions_by_updated WHERE ${afterCursor} ${listOrder}`,
-    ),
-    listCwd: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd ${listOrder}`),
-    listCwdAfter: db.prepare(
-      `${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd AND ${afterCursor} ${listOrder}`,
-    ),
+    listAll: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_updated ${listOrder}`).raw(),
+    listAllAfter: db
+      .prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_updated WHERE ${afterCursor} ${listOrder}`)
+      .raw(),
+    listCwd: db.prepare(`${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd ${listOrder}`).raw(),
+    listCwdAfter: db
+      .prepare(
+        `${SUMMARY_SELECT} INDEXED BY sessions_by_cwd WHERE cwd = @cwd AND ${afterCursor} ${listOrder}`,
+      )
+      .raw(),
   };
 }
