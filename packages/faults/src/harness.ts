@@ -95,7 +95,7 @@ export const QUICK_MODE_SAMPLE = 5;
  * In the quick run, the write-path workload checks one fault or crash point in this many (prime
  * to the 5 or 6 faults planned per operation, so that every errno class is sampled).
  */
-export const QUICK_WRITE_PATH_SAMPLE = 7;
+export const QUICK_WRITE_PATH_SAMPLE = 11;
 
 /**
  * The durability modes a driver declares, the first swept whole, the others sampled when quick;
