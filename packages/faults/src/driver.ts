@@ -1,4 +1,12 @@
-import type { Durability, FileSystem, JsonObject, SessionStore } from '@tidemark/core';
+import type {
+  Durability,
+  FileSystem,
+  JsonObject,
+  SessionEvent,
+  SessionStore,
+  SessionWriter,
+  WriterEventInput,
+} from '@tidemark/core';
 import type { ReportBuilder } from './report.js';
 import type { WorkloadStep } from './workload.js';
 
@@ -25,7 +33,25 @@ export interface FsHarnessDriver {
   realFaults?: readonly RealFaultCase[];
   /** Which files are logs and which quarantine; given, every crash state checks removed = quarantined bytes. */
   layout?: FsLayout;
+  /** Wraps the write path's writers (default: core's SessionWriter as it is). */
+  writer?: WriterWrapper;
 }
+
+/** What the write-path workload (write-path.ts) uses of a SessionWriter. */
+export interface WriterUnderTest {
+  /** The seq the next pushed event gets. */
+  readonly nextSeq: number;
+  push(input: WriterEventInput): Promise<SessionEvent>;
+  flush(): Promise<void>;
+  close(): Promise<void>;
+  abandon(): Promise<SessionEvent[]>;
+}
+
+/**
+ * Wraps every SessionWriter the write-path workload makes (new, from `resume`, from `fork`): an
+ * adapter or an application's own layer over the writer is swept with the store under test.
+ */
+export type WriterWrapper = (writer: SessionWriter) => WriterUnderTest;
 
 /** The file roles of an fs backend, for the quarantine invariant (quarantine.ts). */
 export interface FsLayout {
@@ -61,6 +87,8 @@ export interface EngineHarnessDriver {
   injectsSteps?: boolean;
   /** The workload of the error sweep; default `AGENT_WORKLOAD`. */
   workload?: readonly WorkloadStep[];
+  /** Wraps the write path's writers (default: core's SessionWriter as it is). */
+  writer?: WriterWrapper;
   real?: RealFaultSupport;
   realFaults?: readonly RealFaultCase[];
   /** Fault classes only a server has (lost connections, restarts, revoked grants), as more cells. */

@@ -7,6 +7,7 @@ import { type RealFaultOptions, runRealFaults } from './real.js';
 import { removalSweepFs } from './removal-sweep.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
+import { WRITE_PATH } from './write-path.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -98,13 +99,30 @@ async function runEngineChecks(
 /** In the quick run, modes after the first check one fault or crash state in this many. */
 export const QUICK_MODE_SAMPLE = 5;
 
-/** The durability modes a driver declares, the first swept whole, the others sampled when quick. */
+/**
+ * In the quick run, the write-path workload checks one fault or crash point in this many (prime
+ * to the 5 or 6 faults planned per operation, so that every errno class is sampled).
+ */
+export const QUICK_WRITE_PATH_SAMPLE = 11;
+
+/**
+ * The durability modes a driver declares, the first swept whole, the others sampled when quick;
+ * then the write-path workload (write-path.ts) in the first mode: what it checks (flush, abandon,
+ * resume, fork over the store's answers) does not depend on the mode, whose own promise the plain
+ * workload already crashes.
+ */
 function sweepModes(driver: HarnessDriver, quick: boolean): SweepMode[] {
   const durabilities = driver.durabilities ?? ['strict'];
-  return durabilities.map((durability, i) => ({
+  const modes: SweepMode[] = durabilities.map((durability, i) => ({
     durability,
     sample: quick && i > 0 ? QUICK_MODE_SAMPLE : 1,
   }));
+  modes.push({
+    durability: durabilities[0] ?? 'strict',
+    sample: quick ? QUICK_WRITE_PATH_SAMPLE : 1,
+    workload: WRITE_PATH,
+  });
+  return modes;
 }
 
 /** What {@link sweepOneMode} needs of the harness options. */
@@ -141,14 +159,15 @@ async function sweepOneMode(
             );
       total.operationsSwept += swept.operations;
       total.runs += swept.runs;
-    } else if (mode.sample === 1) {
+    } else if (mode.sample === 1 && mode.workload === undefined) {
       report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
     }
   }
   if (skip.has('crash')) return;
   if (driver.kind !== 'fs') {
     // An engine's own checks (settings, power loss from a syscall trace) sweep every mode themselves.
-    if (mode.durability === 'strict') await runEngineChecks(driver, report, quick, total, options.progress);
+    if (mode.durability === 'strict' && mode.workload === undefined)
+      await runEngineChecks(driver, report, quick, total, options.progress);
     return;
   }
   const limits = options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
@@ -165,7 +184,8 @@ async function sweepOneMode(
   total.runs += swept.recoveryRuns;
   total.runs += await removalSweepFs(driver, report, swept.removalStates, mode);
   // Damage to a file is the same whatever the mode that wrote it: swept once.
-  if (mode.durability === 'strict') total.runs += await damageSweepFs(driver, report);
+  if (mode.durability === 'strict' && mode.workload === undefined)
+    total.runs += await damageSweepFs(driver, report);
 }
 
 /**

@@ -34,3 +34,4 @@ export * from './sweeps.js';
 export * from './syscall-trace.js';
 export * from './verify.js';
 export * from './workload.js';
+export * from './write-path.js';

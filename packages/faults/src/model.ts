@@ -47,7 +47,13 @@ export type ViolationKind =
    * The faults of a cell never produced the outcome that cell exists to test (a typed error):
    * the fault was swallowed, or it never reached the store, and the cell proves nothing.
    */
-  | 'outcome-missing';
+  | 'outcome-missing'
+  /** A SessionWriter's flush() or close() resolved before the store acknowledged every event pushed (contract §8). */
+  | 'flush-before-ack'
+  /** Events a SessionWriter accepted were neither acknowledged by the store nor handed back by abandon() (contract §8). */
+  | 'pending-dropped'
+  /** A writer from resume() or fork() is not positioned at the stored next seq, or fork copied another range (contract §8). */
+  | 'seq-misplaced';
 
 /** One broken invariant. */
 export interface Violation {

@@ -9,6 +9,7 @@ import { FULL_CRASH_LIMITS, QUICK_CRASH_LIMITS } from './harness.js';
 import type { SweepMode } from './mode.js';
 import type { RunOutcome } from './runner.js';
 import { checkCrashState, type ErrorFault, recordCrashPoints, runEngineOnce, runFsOnce } from './sweeps.js';
+import { WRITE_PATH } from './write-path.js';
 
 /** What {@link replayRun} found. */
 export interface ReplayResult {
@@ -61,8 +62,16 @@ export function parseReplayId(id: string): ReplayTarget {
 export async function replayRun(driver: HarnessDriver, id: string, quick: boolean): Promise<ReplayResult> {
   // A run of a durability mode other than strict carries it as a prefix: `relaxed/crash:44:0`.
   const relaxed = id.startsWith('relaxed/');
-  const mode: SweepMode = { durability: relaxed ? 'relaxed' : 'strict', sample: 1 };
-  const target = parseReplayId(relaxed ? id.slice('relaxed/'.length) : id);
+  let rest = relaxed ? id.slice('relaxed/'.length) : id;
+  // A run of the write-path workload carries its prefix next: `write-path/error:17:EIO:once`.
+  const writePath = rest.startsWith(`${WRITE_PATH.id}/`);
+  if (writePath) rest = rest.slice(WRITE_PATH.id.length + 1);
+  const mode: SweepMode = {
+    durability: relaxed ? 'relaxed' : 'strict',
+    sample: 1,
+    ...(writePath && { workload: WRITE_PATH }),
+  };
+  const target = parseReplayId(rest);
   if (target.kind === 'error') {
     const { fault } = target;
     const described = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at}`;

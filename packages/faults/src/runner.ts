@@ -70,6 +70,26 @@ export interface WorkloadRunOptions {
   onStep?: (step: WorkloadStep | undefined) => void;
   /** Stop after this many steps (crash sweeps do not need to run past their crash point). */
   steps?: readonly WorkloadStep[];
+  /** Runs the write-path steps (`write`, `resume`, `fork`), which keep writers across steps. */
+  extension?: WorkloadExtension;
+}
+
+/** The write-path steps, run by a {@link WorkloadExtension}. */
+export type WritePathStep = Extract<WorkloadStep, { kind: 'write' | 'resume' | 'fork' }>;
+
+/**
+ * Runs the steps of a workload that keep state between steps (the SessionWriters of the write
+ * path, write-path.ts), so that this module needs nothing of them.
+ */
+export interface WorkloadExtension {
+  runStep(
+    store: SessionStore,
+    step: WritePathStep,
+    check: Checker,
+    options: WorkloadRunOptions,
+  ): Promise<void>;
+  /** After the last step: settles what is still open (a writer is abandoned, its pending events checked). */
+  finish(check: Checker): Promise<void>;
 }
 
 /** Records the violations and counts of one run. */
@@ -192,6 +212,10 @@ export async function runWorkload(
     else await runStep(store, model, check, options, step);
     if (check.outcome.errorsSurfaced > surfaced) check.failedOps.add(step.kind);
   }
+  if (options.extension !== undefined) {
+    check.step = 'after the last step';
+    await options.extension.finish(check);
+  }
   check.step = undefined;
   options.onStep?.(undefined);
 }
@@ -261,6 +285,13 @@ async function runStep(
       }
       case 'delete':
         await runDelete(store, session, check);
+        break;
+      case 'write':
+      case 'resume':
+      case 'fork':
+        if (options.extension === undefined)
+          throw new Error(`workload step ${step.kind} needs a write-path extension (write-path.ts)`);
+        await options.extension.runStep(store, step, check, options);
         break;
     }
   }

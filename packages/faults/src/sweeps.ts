@@ -20,6 +20,7 @@ import type { ReportBuilder } from './report.js';
 import { reopenAndVerify } from './reread.js';
 import { Checker, emptyOutcome, runWorkload } from './runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
+import { WritePathRun } from './write-path.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
 export const SWEEP_ROOT = '/store/sessions';
@@ -119,9 +120,11 @@ export async function runFsOnce(
     driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
   );
   if (opened.ok) {
+    const workload = steps ?? mode.workload?.steps;
     await runWorkload(opened.value, model, check, {
       checkFailedAppend: once && plans.length > 0,
-      ...(steps && { steps }),
+      ...(workload && { steps: workload }),
+      extension: new WritePathRun(model, driver.writer),
     });
     await closeQuietly(check, opened.value);
   }
@@ -176,7 +179,8 @@ export async function errorSweepFs(
     });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, AGENT_WORKLOAD, mode);
+  const workload = mode.workload?.steps ?? AGENT_WORKLOAD;
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -205,9 +209,11 @@ export async function runEngineOnce(
   try {
     const opened = await check.attempt('open', () => storage.open(inject));
     if (opened.ok) {
+      const workload = mode.workload?.steps ?? driver.workload;
       await runWorkload(opened.value, model, check, {
         checkFailedAppend: fault !== undefined && fault.mode === 'once',
-        ...(driver.workload !== undefined && { steps: driver.workload }),
+        ...(workload !== undefined && { steps: workload }),
+        extension: new WritePathRun(model, driver.writer),
       });
       await closeQuietly(check, opened.value);
     } else check.openAnswer(opened.error);
@@ -248,7 +254,8 @@ export async function errorSweepEngine(
     });
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, driver.workload, mode);
+  const workload = mode.workload?.steps ?? driver.workload;
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -324,6 +331,8 @@ export async function recordCrashPoints(
   if (opened.ok) {
     await runWorkload(opened.value, model, check, {
       checkFailedAppend: false,
+      ...(mode.workload !== undefined && { steps: mode.workload.steps }),
+      extension: new WritePathRun(model, driver.writer),
       onInflight: (entry) => {
         inflight = entry === undefined ? undefined : { key: entry.session.key, batch: entry.batch };
       },

@@ -14,7 +14,17 @@ export type WorkloadStep =
   | { kind: 'has'; key: string }
   | { kind: 'load'; key: string }
   | { kind: 'list'; cwd?: string }
-  | { kind: 'delete'; key: string };
+  | { kind: 'delete'; key: string }
+  /**
+   * The write path (write-path.ts): push `types` through the session's SessionWriter (a new one at
+   * seq 0 for a session without events, else the one `resume` or `fork` returned), then end with
+   * `flush()`, `close()` or `abandon()`.
+   */
+  | { kind: 'write'; key: string; types: readonly string[]; end: 'flush' | 'close' | 'abandon' }
+  /** `resume(id)`; with `closeTurn`, an interrupted turn is closed by the resume hook's batch. */
+  | { kind: 'resume'; key: string; closeTurn: boolean }
+  /** `fork(id, atSeq)` into the session `child`, whose writer the next `write` of `child` uses. */
+  | { kind: 'fork'; key: string; child: string; atSeq: number };
 
 /** The id a workload key stands for. */
 export function sessionId(key: string): string {

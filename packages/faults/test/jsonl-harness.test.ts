@@ -12,5 +12,11 @@ describe('harness over the JSONL backend', () => {
     expect(recovery?.faultsInjected).toBeGreaterThan(10);
     const eio = report.cells.find((cell) => cell.faultClass === 'EIO once');
     expect(eio?.errorsSurfaced).toBeGreaterThan(10);
+    // The write path is swept too, sampled in the quick run: faults reach its writers, and its
+    // crash states (a writer's batches, resume's closing batch, a fork's copy) are reopened.
+    const writeEio = report.cells.find((cell) => cell.faultClass === 'write path: EIO once');
+    expect(writeEio?.errorsSurfaced).toBeGreaterThan(5);
+    const writeCrash = report.cells.find((cell) => cell.faultClass === 'write path: crash (power loss)');
+    expect(writeCrash?.runs).toBeGreaterThan(100);
   }, 300_000);
 });

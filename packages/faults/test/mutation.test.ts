@@ -34,6 +34,7 @@ import {
   jsonlWithoutDirSync,
   jsonlWithoutTruncateAfterFailure,
 } from './fixtures/broken-jsonl.js';
+import { memoryFlushSwallowingErrors } from './fixtures/broken-writer.js';
 
 // Each broken variant must be caught in the cell its bug belongs to. The sweeps stop at the first
 // violations to keep the suite lean; the real JSONL store's clean run is in jsonl-harness.test.ts.
@@ -225,6 +226,21 @@ describe('mutation check: the harness catches deliberately broken engine backend
     const cell = report.cells.find((c) => c.faultClass === 'EACCES once');
     expect(cell?.faultsInjected ?? 0).toBeGreaterThan(0);
     expect(cell?.status).toBe('fail');
-    expect(report.failures.map((f) => f.kind)).toEqual(['outcome-missing']);
+    // Its cell of the write-path workload fails the same way: nothing else does.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['outcome-missing']));
+  }, 60_000);
+});
+
+describe('mutation check: the harness catches a deliberately broken write path', () => {
+  it('(t) a flush that swallows the append error: it resolves with nothing acknowledged', async () => {
+    const report = await runFaultHarness(memoryFlushSwallowingErrors(), { quick: true, skip: ['real'] });
+    // Without a fault every flush is sound: only a fault on an append during a flush shows it.
+    const baseline = report.cells.find((c) => c.faultClass === 'write path: no fault (baseline)');
+    expect(baseline?.status).toBe('pass');
+    expect(failing(report, 'write path: EIO once')).toBeDefined();
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['flush-before-ack']));
+    // The backend is sound: the plain workload, which has no writer, passes every cell.
+    const failed = report.cells.filter((c) => c.status === 'fail').map((c) => c.faultClass);
+    expect(failed.every((faultClass) => faultClass.startsWith('write path: '))).toBe(true);
   }, 60_000);
 });
