@@ -1,3 +1,4 @@
+import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
 import type { CrashStateLimits } from './crash-fs.js';
 import { damageSweepFs } from './damage.js';
 import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
@@ -133,6 +134,14 @@ async function sweepOneMode(
             );
       total.operationsSwept += swept.operations;
       total.runs += swept.runs;
+      // Two instances racing for one session under the same faults: the sweeps above run one writer.
+      total.runs += await concurrentErrorSweep(driver, report, {
+        errnos: driver.kind === 'fs' ? settings.errnos : settings.engineErrnos,
+        persistentErrnos,
+        quick,
+        mode,
+        ...(options.progress && { progress: options.progress }),
+      });
     } else if (mode.sample === 1) {
       report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
     }
@@ -155,6 +164,14 @@ async function sweepOneMode(
   total.crashPoints += swept.points;
   total.crashStates += swept.states;
   total.runs += swept.recoveryRuns;
+  const raced = await concurrentCrashSweepFs(driver, report, {
+    quick,
+    mode,
+    limits,
+    ...(options.progress && { progress: options.progress }),
+  });
+  total.crashPoints += raced.points;
+  total.crashStates += raced.states;
   // Damage to a file is the same whatever the mode that wrote it: swept once.
   if (mode.durability === 'strict') total.runs += await damageSweepFs(driver, report);
 }
