@@ -1,3 +1,4 @@
+import { concurrentProcesses } from './concurrent-real.js';
 import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
 import type { CrashStateLimits } from './crash-fs.js';
 import { damageSweepFs } from './damage.js';
@@ -26,6 +27,8 @@ export interface HarnessOptions {
   skip?: readonly ('errors' | 'crash' | 'real' | 'server')[];
   /** SIGKILLs per backend (default 200, quick 20). */
   kills?: number;
+  /** Runs of two processes racing for one session per backend, every other one with a SIGKILL (default 16, quick 4). */
+  racerRuns?: number;
   /** Scratch directory for real-disk faults (default: a fresh one under the OS temp dir). */
   scratchDir?: string;
   /** Bounds of crash-state enumeration. */
@@ -225,6 +228,12 @@ export async function runFaultHarness(
       const real = await runRealFaults(driver, report, realOptions);
       total.kills = real.kills;
       total.killAcks = real.acks;
+      // Two processes on one session, one of them killed in every other run.
+      total.runs += await concurrentProcesses(driver, report, {
+        runs: options.racerRuns ?? (quick ? 4 : 16),
+        ...(options.scratchDir && { scratchDir: options.scratchDir }),
+        ...(options.progress && { progress: options.progress }),
+      });
     }
     if (!skip.has('server')) await runServerFaults(driver, report, quick, total, options.progress);
     total.durationMs = Date.now() - t0;
