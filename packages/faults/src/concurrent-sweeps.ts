@@ -28,6 +28,9 @@ export const QUICK_CONCURRENT_FAULTS = 40;
 /** Crash points of the concurrent crash sweep in a quick run, spread evenly over the workload. */
 export const QUICK_CONCURRENT_CRASH_POINTS = 5;
 
+/** Crash states per crash point in a quick run, spread evenly over those enumerated. */
+export const QUICK_CONCURRENT_STATES_PER_POINT = 40;
+
 /** The report rows of the probe in each phase. */
 export const CONCURRENT_ERRORS_CELL = `${CONCURRENT_CELL} (injected errors)`;
 export const CONCURRENT_BASELINE_CELL = `${CONCURRENT_CELL} (no fault)`;
@@ -45,7 +48,8 @@ export interface ConcurrentSweepOptions {
 /** `count` of `items`, evenly spread, first and last included (all when there are fewer). Pure. */
 export function spread<T>(items: readonly T[], count: number): T[] {
   if (items.length <= count) return [...items];
-  if (count <= 1) return items.slice(0, Math.max(0, count));
+  // One of many: the middle, not the first (a crash before anything was written proves little).
+  if (count <= 1) return count === 1 ? [items[Math.floor(items.length / 2)]!] : [];
   return Array.from({ length: count }, (_, i) => items[Math.round((i * (items.length - 1)) / (count - 1))]!);
 }
 
@@ -95,12 +99,17 @@ async function raceFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], mode: Swe
   await base.mkdir(SWEEP_ROOT, { recursive: true });
   const faulty = new FaultyFs(base, { plans });
   const { durability } = mode;
+  let liftedAt = 0;
   const check = await raceThenCheck(
     () => driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
     () => driver.open({ fs: base, root: SWEEP_ROOT, durability }),
-    () => faulty.lift(),
+    () => {
+      faulty.lift();
+      liftedAt = faulty.trace.length;
+    },
   );
-  return { check, trace: faulty.trace, injected: faulty.injected };
+  // The instances keep using the FaultyFs after the lift; only operations before it can fail.
+  return { check, trace: faulty.trace.slice(0, liftedAt), injected: faulty.injected };
 }
 
 /** One race on an engine driver, its step injector failing steps as `fault` says (shared by both instances). */
@@ -258,7 +267,7 @@ async function recordRaceCrashes(driver: FsHarnessDriver, syncOnly: boolean, mod
 
 /**
  * The concurrent probe in the crash sweep of an fs driver: the race on a CrashFs, a power loss
- * after every change (sampled when quick), and on every crash state two fresh instances recover
+ * after every change (quick: a few points, a sample of their states), and on every crash state two fresh instances recover
  * at once, read the same history holding every acknowledged batch, race for the next seq, and a
  * fresh reopen reads it all again. Returns the crash points and states checked.
  */
@@ -279,7 +288,10 @@ export async function concurrentCrashSweepFs(
   let done = 0;
   for (const { point, model, step } of points) {
     if (report.enough) break;
-    for (const [index, state] of [...enumerateCrashStates(point, options.limits)].entries()) {
+    const all = [...enumerateCrashStates(point, options.limits)];
+    const chosen = quick ? spread(all, QUICK_CONCURRENT_STATES_PER_POINT) : all;
+    for (const state of chosen) {
+      const index = all.indexOf(state);
       const fs = materialize(state);
       const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
       const stateCheck = new Checker();

@@ -69,5 +69,6 @@ describe('the two-writer model', () => {
   it('spreads a sample evenly, first and last included', () => {
     expect(spread([1, 2, 3, 4, 5, 6, 7, 8, 9], 3)).toEqual([1, 5, 9]);
     expect(spread([1, 2], 5)).toEqual([1, 2]);
+    expect(spread([1, 2, 3, 4, 5], 1)).toEqual([3]);
   });
 });
