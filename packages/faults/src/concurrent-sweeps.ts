@@ -31,9 +31,11 @@ export const QUICK_CONCURRENT_CRASH_POINTS = 5;
 /** Crash states per crash point in a quick run, spread evenly over those enumerated. */
 export const QUICK_CONCURRENT_STATES_PER_POINT = 40;
 
-/** The report rows of the probe in each phase. */
+/** The report row of the race under the error sweep's faults. */
 export const CONCURRENT_ERRORS_CELL = `${CONCURRENT_CELL} (injected errors)`;
+/** The report row of the race without a fault (the error sweep's baseline). */
 export const CONCURRENT_BASELINE_CELL = `${CONCURRENT_CELL} (no fault)`;
+/** The report row of the race's crash states (fs drivers). */
 export const CONCURRENT_CRASH_CELL = `${CONCURRENT_CELL} (power loss)`;
 
 /** What the concurrent sweeps need of the harness settings. */

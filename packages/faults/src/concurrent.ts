@@ -33,11 +33,14 @@ interface Racer {
 /** Attempts per batch: a CONFLICT (lost seq, or the lock busy) or an error is retried, as an agent would. */
 const ATTEMPTS = 3;
 
-/** Hooks of {@link runRace}, for the crash sweep's model of what is in flight. */
-export interface RaceHooks {
-  /** Called before each step of the workload (`round 2`) and with `undefined` after the last. */
-  onStep?: (step: string | undefined) => void;
-}
+/** What {@link runRace} says about each append: before it, and once it was acknowledged or refused. */
+export type RaceAnnouncer = (
+  word: 'try' | 'ack' | 'refused',
+  key: string,
+  writer: string,
+  from: number,
+  count: number,
+) => void;
 
 /**
  * The workload: each instance creates both sessions (a pending create each, so that the first
@@ -48,7 +51,8 @@ export async function runRace(
   stores: readonly SessionStore[],
   model: RaceModel,
   check: Checker,
-  hooks: RaceHooks = {},
+  /** Announces every append (a traced child prints them among its system calls). */
+  announce?: RaceAnnouncer,
 ): Promise<void> {
   const racers: Racer[] = stores.map((store, index) => ({
     name: `w${index}`,
@@ -57,7 +61,6 @@ export async function runRace(
     next: new Map(),
   }));
   check.step = 'create';
-  hooks.onStep?.(check.step);
   for (const racer of racers)
     for (const { key, cwd } of RACE_SESSIONS) {
       const session = model.session(key, cwd);
@@ -67,29 +70,34 @@ export async function runRace(
     }
   for (let round = 0; round < RACE_ROUNDS; round++) {
     check.step = `round ${round + 1}`;
-    hooks.onStep?.(check.step);
     const y = racers[round % racers.length]!;
     await Promise.all([
-      ...racers.map((racer) => appendAsRacer(racer, model.session('x'), check)),
-      appendAsRacer(y, model.session('y'), check),
+      ...racers.map((racer) => appendAsRacer(racer, model.session('x'), check, announce)),
+      appendAsRacer(y, model.session('y'), check, announce),
     ]);
   }
   check.step = undefined;
-  hooks.onStep?.(undefined);
 }
 
 /** One writer's append: at the seq it believes is next; after a CONFLICT it reloads and moves on. */
-async function appendAsRacer(racer: Racer, session: RaceSession, check: Checker): Promise<void> {
+async function appendAsRacer(
+  racer: Racer,
+  session: RaceSession,
+  check: Checker,
+  announce: RaceAnnouncer | undefined,
+): Promise<void> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const from = racer.next.get(session.key) ?? 0;
     const events = raceEvents(racer.name, session.key, from, raceBatchSize(racer.index, from));
     const batch = session.tried(racer.name, from, events.map(canonicalEvent));
+    announce?.('try', session.key, racer.name, from, events.length);
     const result = await check.attempt(
       `append(${session.id}) by ${racer.name} at seq ${from}`,
       () => racer.store.append(session.id, events),
       'CONFLICT',
     );
     if (result.ok) {
+      announce?.('ack', session.key, racer.name, from, events.length);
       const double = session.acked(batch);
       if (double !== undefined) check.violation('concurrent-writers', double);
       racer.next.set(session.key, result.value.nextSeq);
@@ -97,6 +105,7 @@ async function appendAsRacer(racer: Racer, session: RaceSession, check: Checker)
     }
     const code = result.error?.code;
     if (code === 'CONFLICT') {
+      announce?.('refused', session.key, racer.name, from, events.length);
       session.refused(batch);
       await reloadAsRacer(racer, session, check);
     } else if (code === 'NOT_FOUND') {
@@ -197,22 +206,18 @@ export async function checkRacersAfter(
   await reopenAndVerify(openFresh, settled, check, crash);
 }
 
-/** The instances' loads of one session: all alike and right, or a violation. */
+/** The instances' loads of one session: all alike (absent or the same events) and right, or a violation. */
 function judgeViews(
   session: RaceSession,
   views: readonly Attempt<{ events: SessionEvent[] }>[],
   check: Checker,
 ): Shown | 'failed' {
   let first: string | undefined;
-  let shown: Shown | 'failed' = 'failed';
+  let shown: Shown;
   for (const [i, view] of views.entries()) {
     const what = `load(${session.id}) by instance ${i} ${check.step}`;
-    if (!view.ok) {
+    if (!view.ok && !(view.error?.code === 'NOT_FOUND' && !session.exists)) {
       const code = view.error?.code;
-      if (code === 'NOT_FOUND' && !session.exists) {
-        shown = shown === 'failed' ? undefined : shown;
-        continue;
-      }
       check.outcome.lostEvents += session.ackedEvents;
       check.violation(
         code === 'NOT_FOUND' ? 'false-absence' : session.exists ? 'lost-event' : 'not-writable',
@@ -220,17 +225,18 @@ function judgeViews(
       );
       return 'failed';
     }
-    if (!judgeLog(session, view.value.events, check, what)) return 'failed';
-    const text = view.value.events.map(canonicalEvent).join('\n');
+    if (view.ok && !judgeLog(session, view.value.events, check, what)) return 'failed';
+    // Absence is a history too: one instance finding the session and another not is a split.
+    const text = view.ok ? view.value.events.map(canonicalEvent).join('\n') : '(absent)';
     if (first !== undefined && text !== first) {
       check.violation(
         'concurrent-writers',
-        `${what} shows ${view.value.events.length} event(s), instance 0 another history: the instances disagree`,
+        `${what} shows ${view.ok ? `${view.value.events.length} event(s)` : 'absence'}, instance 0 another history: the instances disagree`,
       );
       return 'failed';
     }
     first ??= text;
-    shown = view.value.events;
+    shown = view.ok ? view.value.events : undefined;
   }
   return shown;
 }
