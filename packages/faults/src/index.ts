@@ -32,6 +32,7 @@ export * from './reread.js';
 export * from './runner.js';
 export * from './server/index.js';
 export * from './sqlite-powerloss.js';
+export * from './sqlite-race-powerloss.js';
 export * from './sqlite-settings.js';
 export * from './sweeps.js';
 export * from './syscall-trace.js';
