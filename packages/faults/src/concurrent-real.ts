@@ -21,7 +21,7 @@ import { canonicalEvent } from './workload.js';
 export const CONCURRENT_PROCESSES_CELL = `${CONCURRENT_CELL} (two processes, real disk)`;
 
 /** Batches each racer gets acknowledged before it closes. */
-const BATCHES = 6;
+const BATCHES = 4;
 
 /** The session key both racers write. */
 const KEY = 'race';

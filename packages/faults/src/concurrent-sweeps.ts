@@ -23,13 +23,13 @@ import { Checker } from './runner.js';
 import { type ErrorFault, errorFaultClass, type Progress, planErrorSweep, SWEEP_ROOT } from './sweeps.js';
 
 /** Faults of the concurrent error sweep in a quick run, spread evenly over all of them. */
-export const QUICK_CONCURRENT_FAULTS = 40;
+export const QUICK_CONCURRENT_FAULTS = 24;
 
 /** Crash points of the concurrent crash sweep in a quick run, spread evenly over the workload. */
-export const QUICK_CONCURRENT_CRASH_POINTS = 5;
+export const QUICK_CONCURRENT_CRASH_POINTS = 4;
 
 /** Crash states per crash point in a quick run, spread evenly over those enumerated. */
-export const QUICK_CONCURRENT_STATES_PER_POINT = 40;
+export const QUICK_CONCURRENT_STATES_PER_POINT = 30;
 
 /** The report row of the race under the error sweep's faults. */
 export const CONCURRENT_ERRORS_CELL = `${CONCURRENT_CELL} (injected errors)`;
