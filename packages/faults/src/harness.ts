@@ -170,7 +170,9 @@ async function sweepOneMode(
   const raced = await concurrentCrashSweepFs(driver, report, {
     quick,
     mode,
-    limits,
+    // The quick cuts even in a full run: every byte of every write is the single-writer sweep's
+    // job, the race's is how two writers' batches and locks interleave (~12,700 states a mode).
+    limits: options.crashLimits ?? QUICK_CRASH_LIMITS,
     ...(options.progress && { progress: options.progress }),
   });
   total.crashPoints += raced.points;
