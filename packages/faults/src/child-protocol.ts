@@ -19,7 +19,21 @@ export type ChildRequest =
       model: SerializedSession[];
       destructive: boolean;
     }
-  | { mode: 'sqlite-lock'; path: string };
+  | { mode: 'sqlite-lock'; path: string }
+  | {
+      /** One of two processes appending to one session at once (concurrent-real.ts). */
+      mode: 'racer';
+      module: string;
+      factory: string;
+      options: JsonObject;
+      /** The writer's name in its events (`raceEvents`) and its index (`raceBatchSize`). */
+      writer: string;
+      index: number;
+      /** Session key both racers write. */
+      key: string;
+      /** Batches to get acknowledged before closing. */
+      batches: number;
+    };
 
 /** A model session as it crosses the process boundary. */
 export interface SerializedSession {

@@ -4,6 +4,7 @@ import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
 import { type ChildRequest, killEventType } from './child-protocol.js';
+import { raceBatchSize, raceEvents } from './concurrent-model.js';
 import { ModelSession, WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import { Checker } from './runner.js';
@@ -107,11 +108,50 @@ async function sqliteLock(request: Extract<ChildRequest, { mode: 'sqlite-lock' }
   db.close();
 }
 
+/**
+ * One of two racers on one session: after `ready` it waits for `go` on stdin (so that both start
+ * together), then appends where it believes the log ends, saying `try`, then `ack` or `refused`
+ * (CONFLICT) or `failed` (another typed error); after anything but an ack it reloads to learn
+ * the end. Any untyped error ends the child (main reports it).
+ */
+async function racer(request: Extract<ChildRequest, { mode: 'racer' }>): Promise<void> {
+  const store = await openStore(request.module, request.factory, request.options);
+  const id = sessionId(request.key);
+  await store.create({ id });
+  say('ready');
+  await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
+  let next = 0;
+  let acks = 0;
+  for (let attempt = 0; acks < request.batches && attempt < request.batches * 8; attempt++) {
+    const count = raceBatchSize(request.index, next);
+    const events = raceEvents(request.writer, request.key, next, count);
+    say(`try ${next} ${count}`);
+    try {
+      next = (await store.append(id, events)).nextSeq;
+      say(`ack ${events[0]!.seq} ${count}`);
+      acks++;
+      continue;
+    } catch (error) {
+      if (!isTidemarkError(error)) throw error;
+      say(`${error.code === 'CONFLICT' ? 'refused' : 'failed'} ${events[0]!.seq} ${count} ${error.code}`);
+    }
+    try {
+      next = (await store.load(id)).events.length;
+    } catch (error) {
+      if (!isTidemarkError(error)) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 3));
+  }
+  await store.close();
+  say('closed');
+}
+
 async function main(): Promise<void> {
   const request = JSON.parse(process.argv[2] ?? '{}') as ChildRequest;
   if (request.mode === 'writer') await writer(request);
   else if (request.mode === 'probe') await probe(request);
   else if (request.mode === 'sqlite-lock') await sqliteLock(request);
+  else if (request.mode === 'racer') await racer(request);
 }
 
 main().then(

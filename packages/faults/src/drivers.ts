@@ -6,6 +6,7 @@ import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from './driver.js';
 import { childScriptPath } from './real.js';
 import { sqlitePowerLoss } from './sqlite-powerloss.js';
+import { sqliteRacePowerLoss } from './sqlite-race-powerloss.js';
 import { sqliteSettingsCheck } from './sqlite-settings.js';
 import { GROUP_COMMIT_WORKLOAD } from './workload.js';
 
@@ -249,6 +250,7 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
       appendsTogether: true,
     },
     realFaults: sqliteRealFaults(),
-    engineChecks: [sqliteSettingsCheck('sqlite'), sqlitePowerLoss('sqlite')],
+    // The race's power loss last: two instances racing for one session, traced like the workload.
+    engineChecks: [sqliteSettingsCheck('sqlite'), sqlitePowerLoss('sqlite'), sqliteRacePowerLoss('sqlite')],
   };
 }

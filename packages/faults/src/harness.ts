@@ -1,3 +1,5 @@
+import { concurrentProcesses } from './concurrent-real.js';
+import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
 import type { CrashStateLimits } from './crash-fs.js';
 import { damageSweepFs } from './damage.js';
 import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
@@ -27,6 +29,8 @@ export interface HarnessOptions {
   skip?: readonly ('errors' | 'crash' | 'real' | 'server')[];
   /** SIGKILLs per backend (default 200, quick 20). */
   kills?: number;
+  /** Runs of two processes racing for one session per backend, every other one with a SIGKILL (default 16, quick 4). */
+  racerRuns?: number;
   /** Scratch directory for real-disk faults (default: a fresh one under the OS temp dir). */
   scratchDir?: string;
   /** Bounds of crash-state enumeration. */
@@ -159,6 +163,16 @@ async function sweepOneMode(
             );
       total.operationsSwept += swept.operations;
       total.runs += swept.runs;
+      // Two instances racing for one session under the same faults: the sweeps above run one
+      // writer. Once per mode of the agent workload (the race is its own workload).
+      if (mode.workload === undefined)
+        total.runs += await concurrentErrorSweep(driver, report, {
+          errnos: driver.kind === 'fs' ? settings.errnos : settings.engineErrnos,
+          persistentErrnos,
+          quick,
+          mode,
+          ...(options.progress && { progress: options.progress }),
+        });
     } else if (mode.sample === 1 && mode.workload === undefined) {
       report.notApplicable(driver.name, 'injected errors', noInjectorNote(driver));
     }
@@ -183,6 +197,18 @@ async function sweepOneMode(
   total.crashStates += swept.states;
   total.runs += swept.recoveryRuns;
   total.runs += await removalSweepFs(driver, report, swept.removalStates, mode);
+  if (mode.workload === undefined) {
+    const raced = await concurrentCrashSweepFs(driver, report, {
+      quick,
+      mode,
+      // The quick cuts even in a full run: every byte of every write is the single-writer sweep's
+      // job, the race's is how two writers' batches and locks interleave (~12,700 states a mode).
+      limits: options.crashLimits ?? QUICK_CRASH_LIMITS,
+      ...(options.progress && { progress: options.progress }),
+    });
+    total.crashPoints += raced.points;
+    total.crashStates += raced.states;
+  }
   // Damage to a file is the same whatever the mode that wrote it: swept once.
   if (mode.durability === 'strict' && mode.workload === undefined)
     total.runs += await damageSweepFs(driver, report);
@@ -237,6 +263,12 @@ export async function runFaultHarness(
       const real = await runRealFaults(driver, report, realOptions);
       total.kills = real.kills;
       total.killAcks = real.acks;
+      // Two processes on one session, one of them killed in every other run.
+      total.runs += await concurrentProcesses(driver, report, {
+        runs: options.racerRuns ?? (quick ? 4 : 16),
+        ...(options.scratchDir && { scratchDir: options.scratchDir }),
+        ...(options.progress && { progress: options.progress }),
+      });
     }
     if (!skip.has('server')) await runServerFaults(driver, report, quick, total, options.progress);
     total.durationMs = Date.now() - t0;

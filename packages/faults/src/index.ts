@@ -7,6 +7,10 @@
 
 export * from './args.js';
 export * from './child-protocol.js';
+export * from './concurrent.js';
+export * from './concurrent-model.js';
+export * from './concurrent-real.js';
+export * from './concurrent-sweeps.js';
 export * from './crash-fs.js';
 export * from './damage.js';
 export * from './driver.js';
@@ -29,6 +33,7 @@ export * from './reread.js';
 export * from './runner.js';
 export * from './server/index.js';
 export * from './sqlite-powerloss.js';
+export * from './sqlite-race-powerloss.js';
 export * from './sqlite-settings.js';
 export * from './sweeps.js';
 export * from './syscall-trace.js';

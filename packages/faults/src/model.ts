@@ -41,6 +41,12 @@ export type ViolationKind =
    * CONFLICT, or it changed the stored log (contract §3, §4).
    */
   | 'conflict-accepted'
+  /**
+   * Two store instances or processes writing one session broke the one-writer rule (contract §4):
+   * both won a seq, the log holds an event out of its seq's place (a gap, a duplicate), or the
+   * instances read different histories once the fault was lifted.
+   */
+  | 'concurrent-writers'
   /** Bytes a repair or tail cut took out of a log are not in quarantine byte for byte (contract §1, §4). */
   | 'unquarantined-bytes'
   /**

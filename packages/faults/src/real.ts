@@ -35,7 +35,8 @@ export function childScriptPath(): string {
   return existsSync(beside) ? beside : join(here, '..', 'dist', 'child.js');
 }
 
-function startChild(
+/** Starts a child process of the harness (child.ts) with `request`, collecting its stdout lines. */
+export function startChild(
   request: ChildRequest,
   asUser?: { uid: number; gid: number },
 ): {
@@ -91,7 +92,8 @@ function startChild(
   };
 }
 
-async function openReal(
+/** Opens the backend on the real disk at `location`, as a child process would. */
+export async function openReal(
   real: RealFaultSupport,
   location: string,
   extra: JsonObject = {},
@@ -103,7 +105,7 @@ async function openReal(
 }
 
 /** `<dir>/guarded/store[.db]`: faults act on `guarded`, the store's parent. */
-async function newLocation(real: RealFaultSupport, dir: string): Promise<string> {
+export async function newLocation(real: RealFaultSupport, dir: string): Promise<string> {
   const guarded = join(dir, 'guarded');
   await fsp.mkdir(guarded, { recursive: true, mode: 0o755 });
   await fsp.chmod(dir, 0o755);

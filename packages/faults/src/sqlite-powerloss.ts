@@ -87,7 +87,11 @@ function describeOp(op: TraceOp): string {
 }
 
 /** Writes a crash state's files under `dir`, at their places relative to the traced root. */
-async function writeState(files: ReadonlyMap<string, Buffer>, root: string, dir: string): Promise<void> {
+export async function writeState(
+  files: ReadonlyMap<string, Buffer>,
+  root: string,
+  dir: string,
+): Promise<void> {
   await fsp.mkdir(dir, { recursive: true });
   for (const [path, data] of files) {
     const target = join(dir, relative(root, path));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   type CrashStateLimits,
+  concurrentCrashSweepFs,
   crashSweepFs,
   damageSweepFs,
   type HarnessOptions,
@@ -11,6 +12,7 @@ import {
   runFaultHarness,
   SAMPLED_CRASH_LIMITS,
 } from '../src/index.js';
+import { jsonlWithoutSessionLock } from './fixtures/broken-concurrent.js';
 import {
   engineConflictAsRetry,
   engineHasWithoutHook,
@@ -185,6 +187,32 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect(report.failures.map((f) => f.detail)).toContainEqual(
       expect.stringMatching(/^open said NOT_FOUND for a store that exists/),
     );
+  }, 120_000);
+
+  it('(u) a session lock that is a no-op: two racing instances both win a seq', async () => {
+    const report = await runFaultHarness(jsonlWithoutSessionLock(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    // Caught by the race without any fault, where the single-writer sweeps before it found nothing.
+    const cell = failing(report, 'concurrent writers (no fault)');
+    expect(cell).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('concurrent-writers');
+    expect(report.failures.map((f) => f.detail)).toContainEqual(
+      expect.stringMatching(/^sess-[xy]: w\d's batch at seq \d+ and w\d's at seq \d+ were both acknowledged/),
+    );
+    const failingCells = report.cells.filter((c) => c.status === 'fail').map((c) => c.faultClass);
+    expect(failingCells.every((c) => c.startsWith('concurrent writers'))).toBe(true);
+    // The crash sweep's race catches it on its own too, as the quick run samples it.
+    const builder = new ReportBuilder(3);
+    await concurrentCrashSweepFs(jsonlWithoutSessionLock(), builder, {
+      quick: true,
+      mode: { durability: 'strict', sample: 1 },
+      limits: QUICK_CRASH_LIMITS,
+    });
+    expect(failing(builder.build(true, new Date(), []), 'concurrent writers (power loss)')).toBeDefined();
   }, 120_000);
 
   it('(j) a load that stops silently at a damaged line: a shortened history', async () => {

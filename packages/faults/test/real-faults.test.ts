@@ -30,7 +30,11 @@ describe('real faults on the real disk', () => {
   it.skipIf(!built('core', 'memory', 'jsonl'))(
     'JSONL: ENOTDIR, EACCES as uid 65534 and SIGKILLs surface errors, never absence or loss',
     async () => {
-      const report = await runFaultHarness(jsonlDriver(), { skip: ['errors', 'crash'], kills: 8 });
+      const report = await runFaultHarness(jsonlDriver(), {
+        skip: ['errors', 'crash'],
+        kills: 8,
+        racerRuns: 4,
+      });
       if (!report.passed) console.log(formatReportTable(report));
       expect(report.failures).toEqual([]);
       const rows = new Map(report.cells.map((c) => [c.faultClass, c]));
@@ -39,6 +43,10 @@ describe('real faults on the real disk', () => {
       if (process.getuid?.() === 0)
         expect(rows.get('EACCES (unprivileged uid, real disk)')?.errorsSurfaced).toBeGreaterThan(0);
       expect(report.totals[0]?.killAcks).toBeGreaterThan(0);
+      // Two racing processes, one of them killed in runs 1 and 3: every acknowledged batch kept.
+      const racers = rows.get('concurrent writers (two processes, real disk)');
+      expect(racers?.runs).toBe(4);
+      expect(racers?.faultsInjected).toBeGreaterThan(0);
     },
     120_000,
   );
@@ -46,7 +54,11 @@ describe('real faults on the real disk', () => {
   it.skipIf(!built('core', 'memory', 'sqlite'))(
     'SQLite: corruption, truncation, a foreign lock and a full database are typed errors',
     async () => {
-      const report = await runFaultHarness(sqliteDriver(), { skip: ['errors', 'crash'], kills: 4 });
+      const report = await runFaultHarness(sqliteDriver(), {
+        skip: ['errors', 'crash'],
+        kills: 4,
+        racerRuns: 2,
+      });
       if (!report.passed) console.log(formatReportTable(report));
       expect(report.failures).toEqual([]);
       for (const row of [
