@@ -16,6 +16,7 @@ export default {
       'test/scan.test.ts',
       'test/scan-edges.test.ts',
       'test/line-decoding.test.ts',
+      'test/batch-encoding.test.ts',
       'test/mark.test.ts',
       'test/tail-cut.test.ts',
       'test/verify.test.ts',
