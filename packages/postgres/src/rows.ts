@@ -195,7 +195,8 @@ export function rowToSummary(row: SessionRow): SessionSummary {
 function parentOf(row: SessionRow): SessionMeta['parent'] {
   if (row.parent_id === null && row.parent_seq === null) return undefined;
   const seq = integerOf(row.parent_seq);
-  if (typeof row.parent_id !== 'string' || !(seq >= 0)) corruptSession(row.id, 'half a parent reference');
+  // seq -1 is a fork taken before the parent's first event (core accepts parent.seq ≥ -1).
+  if (typeof row.parent_id !== 'string' || !(seq >= -1)) corruptSession(row.id, 'half a parent reference');
   return { id: row.parent_id, seq };
 }
 

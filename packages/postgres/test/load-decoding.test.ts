@@ -100,6 +100,27 @@ describe.skipIf(!available)('load', () => {
   });
 
   // Guards load's own ordering: rows stored in reverse physical order still load in seq order.
+  it('reads back a parent taken before its first event (seq -1), as create accepted it', async () => {
+    // Found by the contract's model test: the row decoder wanted seq ≥ 0 and called it CORRUPT.
+    const store = await openPostgresStore({ connectionString: PG_URL, schema });
+    try {
+      await store.create({ id: 'fork-before-0', parent: { id: 'origin', seq: -1 } });
+      await store.append('fork-before-0', [
+        { seq: 0, type: 'note', time: '2026-01-01T00:00:00.000Z', data: 1 },
+      ]);
+    } finally {
+      await store.close();
+    }
+    const reopened = await openPostgresStore({ connectionString: PG_URL, schema });
+    try {
+      const loaded = await reopened.load('fork-before-0');
+      expect(loaded.meta.parent).toEqual({ id: 'origin', seq: -1 });
+      expect(loaded.events).toHaveLength(1);
+    } finally {
+      await reopened.close();
+    }
+  });
+
   it('loads events in seq order whatever order the table holds them in', async () => {
     const store = await openPostgresStore({ connectionString: PG_URL, schema });
     const meta = await store.create({});
