@@ -17,6 +17,7 @@ export default {
       'test/scan-edges.test.ts',
       'test/line-decoding.test.ts',
       'test/batch-encoding.test.ts',
+      'test/fast-line-path.test.ts',
       'test/mark.test.ts',
       'test/tail-cut.test.ts',
       'test/verify.test.ts',
