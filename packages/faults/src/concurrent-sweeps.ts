@@ -13,13 +13,14 @@ import {
   materialize,
 } from './crash-fs.js';
 import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
-import { type ErrnoName, makeErrnoError } from './errno.js';
+import type { ErrnoName } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
 import { memfsFileSystem } from './memfs-fs.js';
 import { inSample, modeClass, type SweepMode } from './mode.js';
 import { checkQuarantine, filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
 import { Checker } from './runner.js';
+import { StepFaults } from './step-faults.js';
 import { type ErrorFault, errorFaultClass, type Progress, planErrorSweep, SWEEP_ROOT } from './sweeps.js';
 
 /** Faults of the concurrent error sweep in a quick run, spread evenly over all of them. */
@@ -117,28 +118,14 @@ async function raceFsOnce(driver: FsHarnessDriver, plans: FaultPlan[], mode: Swe
 /** One race on an engine driver, its step injector failing steps as `fault` says (shared by both instances). */
 async function raceEngineOnce(driver: EngineHarnessDriver, fault: ErrorFault | undefined, mode: SweepMode) {
   const storage = await driver.create({ durability: mode.durability });
-  const steps: string[] = [];
-  let lifted = false;
-  let injected = 0;
-  const inject = (step: string, detail?: string) => {
-    if (lifted) return;
-    steps.push(step);
-    if (fault === undefined) return;
-    const n = steps.length;
-    if (fault.mode === 'persistent' ? n >= fault.at : n === fault.at) {
-      injected++;
-      throw makeErrnoError(fault.errno, step, detail);
-    }
-  };
+  const faults = new StepFaults(fault);
   try {
     const check = await raceThenCheck(
-      () => storage.open(inject),
+      () => storage.open(faults.inject),
       () => storage.open(),
-      () => {
-        lifted = true;
-      },
+      () => faults.lift(),
     );
-    return { check, steps, injected };
+    return { check, steps: faults.steps, injected: faults.injected };
   } finally {
     await storage.destroy();
   }

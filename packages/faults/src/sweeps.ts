@@ -9,7 +9,7 @@ import {
   materialize,
 } from './crash-fs.js';
 import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
-import { type ErrnoName, makeErrnoError } from './errno.js';
+import type { ErrnoName } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
 import { memfsFileSystem } from './memfs-fs.js';
 import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
@@ -19,6 +19,7 @@ import { checkQuarantine, filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
 import { reopenAndVerify } from './reread.js';
 import { Checker, emptyOutcome, runWorkload } from './runner.js';
+import { StepFaults } from './step-faults.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 import { WritePathRun } from './write-path.js';
 
@@ -191,23 +192,11 @@ export async function runEngineOnce(
   mode: SweepMode = STRICT_MODE,
 ) {
   const storage = await driver.create({ durability: mode.durability });
-  const steps: string[] = [];
-  let lifted = false;
-  let injected = 0;
-  const inject = (step: string, detail?: string) => {
-    if (lifted) return;
-    steps.push(step);
-    if (fault === undefined) return;
-    const n = steps.length;
-    if (fault.mode === 'persistent' ? n >= fault.at : n === fault.at) {
-      injected++;
-      throw makeErrnoError(fault.errno, step, detail);
-    }
-  };
+  const faults = new StepFaults(fault);
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   try {
-    const opened = await check.attempt('open', () => storage.open(inject));
+    const opened = await check.attempt('open', () => storage.open(faults.inject));
     if (opened.ok) {
       const workload = mode.workload?.steps ?? driver.workload;
       await runWorkload(opened.value, model, check, {
@@ -217,12 +206,12 @@ export async function runEngineOnce(
       });
       await closeQuietly(check, opened.value);
     } else check.openAnswer(opened.error);
-    lifted = true;
+    faults.lift();
     await reopenAndVerify(() => storage.open(), model, check, false);
   } finally {
     await storage.destroy();
   }
-  return { check, steps, injected };
+  return { check, steps: faults.steps, injected: faults.injected };
 }
 
 /** Error sweep of an engine driver through its step injector. */
