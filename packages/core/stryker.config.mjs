@@ -11,5 +11,6 @@ export default strykerPreset({
     'src/options.ts',
     'src/reservations.ts',
     'src/boundary.ts',
+    'src/iso-time.ts',
   ],
 });

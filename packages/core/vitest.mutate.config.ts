@@ -12,6 +12,7 @@ export default {
     include: [
       'test/json.test.ts',
       'test/event.test.ts',
+      'test/iso-time.test.ts',
       'test/session.test.ts',
       'test/paging.test.ts',
       'test/options.test.ts',

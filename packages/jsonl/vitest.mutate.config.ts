@@ -18,6 +18,7 @@ export default {
       'test/line-decoding.test.ts',
       'test/batch-encoding.test.ts',
       'test/fast-line-path.test.ts',
+      'test/batch-decode.test.ts',
       'test/mark.test.ts',
       'test/tail-cut.test.ts',
       'test/verify.test.ts',

@@ -17,6 +17,7 @@
 // later lines present and earlier ones not. All of those are recognised as torn: every valid
 // line after the damage has the torn batch's `end` and a seq inside it.
 import { DEFAULT_MAX_EVENT_BYTES, type SessionEvent } from '@tidemark/core';
+import { decodeFramedLines, type FramedLine, frameLine } from './batch-decode.js';
 import { type DecodedLine, decodeHeaderLine, type LogHeader, readEventLine } from './format.js';
 
 /** Why the tail of a log is torn. */
@@ -146,6 +147,12 @@ export class LogScanner {
   private problem: ScanProblem | undefined;
   /** From version 2 every line but a batch's first names the batch's first seq (`start`). */
   private formatVersion: number;
+  /**
+   * Lines of the next batch taken in by their framing alone while it is on course to commit; their
+   * events are parsed together when its closing line comes (see batch-decode.ts). They have not
+   * changed the scan's state: whatever else happens, they are first decided one by one.
+   */
+  private framed: FramedLine[] = [];
 
   constructor(options: ScanOptions = {}) {
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
@@ -170,27 +177,33 @@ export class LogScanner {
   push(chunk: Uint8Array): ScanBatch[] {
     const out: ScanBatch[] = [];
     let from = 0;
+    // Every step that decides a line other than by framing it first decides the framed lines
+    // before it (settleFramed); when that finds a problem, the scan ends there, as it would have
+    // line by line, and the line at hand is left unread.
     while (from < chunk.length && this.problem === undefined) {
       const nl = chunk.indexOf(NEWLINE, from);
       if (nl === -1) {
-        this.addCarry(chunk.subarray(from));
+        if (!this.settleFramed(out)) this.addCarry(chunk.subarray(from));
         break;
       }
       const lineStart = this.offset;
       const lineLength = this.carryBytes + (nl - from);
       if (this.carryOverflow || lineLength > this.maxLineBytes) {
+        if (this.settleFramed(out)) break;
         this.onBadLine(lineStart, 'garbage');
       } else if (this.carryBytes === 0) {
-        this.onLine(chunk, from, nl, lineStart, out);
+        if (!this.onLine(chunk, from, nl, lineStart, out)) break;
       } else {
         this.addCarry(chunk.subarray(from, nl));
         const line = this.takeCarry();
-        this.onLine(line, 0, line.length, lineStart, out);
+        if (!this.onLine(line, 0, line.length, lineStart, out)) break;
       }
       this.resetCarry();
       this.offset = lineStart + lineLength + 1;
       from = nl + 1;
     }
+    // Framed lines point into `chunk`, which the caller may reuse: decided now, one by one.
+    this.settleFramed(out);
     return out;
   }
 
@@ -261,7 +274,8 @@ export class LogScanner {
     this.carryAllNul = true;
   }
 
-  private onLine(bytes: Uint8Array, start: number, end: number, offset: number, out: ScanBatch[]): void {
+  /** Decides one complete line; false when it was left unread (see push). */
+  private onLine(bytes: Uint8Array, start: number, end: number, offset: number, out: ScanBatch[]): boolean {
     if (this.expectHeader) {
       this.expectHeader = false;
       const header = decodeHeaderLine(bytes, start, end);
@@ -280,8 +294,67 @@ export class LogScanner {
       } else {
         this.problem = { kind: 'corrupt', offset, message: `bad header: ${header.detail}` };
       }
-      return;
+      return true;
     }
+    if (this.damage === undefined && this.pending === undefined) {
+      const framed = frameLine(bytes, start, end, offset);
+      if (framed !== undefined && this.continuesFramed(framed)) {
+        this.framed.push(framed);
+        return framed.seq !== framed.framing.last || this.closeFramed(out);
+      }
+      if (this.settleFramed(out)) return false;
+    }
+    this.onEventLine(bytes, start, end, offset, out);
+    return true;
+  }
+
+  /** True when `line` is the next line of a batch on course to commit (its framing says so). */
+  private continuesFramed(line: FramedLine): boolean {
+    const first = this.framed[0];
+    if (first === undefined) return line.seq === this.nextSeq && line.framing.last >= line.seq;
+    return line.seq === first.seq + this.framed.length && line.framing.last === first.framing.last;
+  }
+
+  /**
+   * The framed batch's closing line is in: its events in one parse, or its lines one by one.
+   * False when one of them had a problem (the scan ends there: see settleFramed).
+   */
+  private closeFramed(out: ScanBatch[]): boolean {
+    const lines = this.framed;
+    const decoded = decodeFramedLines(lines);
+    if (decoded === undefined) return !this.settleFramed(out);
+    this.framed = [];
+    const first = lines[0]!;
+    const last = lines[lines.length - 1]!;
+    const endOffset = last.offset + (last.end - last.start) + 1;
+    const events = decoded.map((line) => line.event);
+    out.push({ events, at: decoded[decoded.length - 1]!.at!, offset: first.offset, endOffset });
+    this.nextSeq = last.seq + 1;
+    this.eventCount += events.length;
+    this.committedBytes = endOffset;
+    return true;
+  }
+
+  /**
+   * Decides the framed lines one by one, as if they had never been set aside. True when that
+   * found a problem: then the scan ends just past the line that has it, as it would have ended.
+   */
+  private settleFramed(out: ScanBatch[]): boolean {
+    if (this.framed.length === 0) return false;
+    const lines = this.framed;
+    this.framed = [];
+    for (const line of lines) {
+      this.onEventLine(line.bytes, line.start, line.end, line.offset, out);
+      if (this.problem !== undefined) {
+        this.offset = line.offset + (line.end - line.start) + 1;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** An event line decided on its own (readEventLine), against the scan's state. */
+  private onEventLine(bytes: Uint8Array, start: number, end: number, offset: number, out: ScanBatch[]): void {
     const decoded = readEventLine(bytes, start, end);
     if (decoded === undefined) {
       this.onBadLine(offset, isNulRun(bytes, start, end) ? 'nul' : 'garbage');

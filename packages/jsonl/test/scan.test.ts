@@ -28,6 +28,25 @@ describe('crc32', () => {
     expect(crc32(Buffer.from('hello, world!'), 0, 5)).toBe(crc32(Buffer.from('hello')));
   });
 
+  it('equals the bit-by-bit definition on every length and offset (16-byte steps and the rest)', () => {
+    const reference = (bytes: Uint8Array) => {
+      let crc = 0xffffffff;
+      for (const byte of bytes) {
+        crc ^= byte;
+        for (let k = 0; k < 8; k++) crc = crc & 1 ? 0xedb88320 ^ (crc >>> 1) : crc >>> 1;
+      }
+      return (crc ^ 0xffffffff) >>> 0;
+    };
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 80 }), fc.nat(80), fc.nat(80), (bytes, a, b) => {
+        const start = Math.min(a, b, bytes.length);
+        const end = Math.min(Math.max(a, b), bytes.length);
+        expect(crc32(bytes, start, end)).toBe(reference(bytes.subarray(start, end)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it('crc32Utf8 of any string (lone surrogates included) equals crc32 of its UTF-8 bytes', () => {
     const anyUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c));
     fc.assert(

@@ -1,0 +1,266 @@
+// A load parses the events of a batch together (batch-decode.ts) once the framing of each of its
+// lines, read from the bytes, says the batch is on course to commit. Its answer must be the
+// per-line answer (readEventLine) or nothing, so these tests look at it directly: it is taken for
+// every batch the writer writes, answers what the lines decoded one by one answer, and steps
+// aside for everything else. Then the scanner: one push of a damaged log (batches decoded
+// together) must say exactly what the same bytes pushed line by line say, where every batch of
+// more than one line is decided line by line.
+import { prepareBatch, type SessionEvent } from '@tidemark/core';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decodeFramedLines, type FramedLine, frameLine } from '../src/batch-decode.js';
+import { crc32Utf8, readEventLine } from '../src/format.js';
+import { LogScanner, scanLog } from '../src/scan.js';
+import { batchLines, headerLine } from './logs.js';
+
+const T = '2026-01-01T00:00:00.000Z';
+
+/** A line body (an unterminated JSON object, as text) sealed with its checksum, as bytes. */
+function seal(body: string): Buffer {
+  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
+}
+
+/** The lines of one batch as the writer frames them, without their newlines. */
+function writerLines(datas: readonly unknown[], firstSeq: number): Buffer[] {
+  const events = datas.map((data, i) => ({ seq: firstSeq + i, type: 'note', time: T, data }));
+  return batchLines(events as SessionEvent[], T)
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => Buffer.from(line, 'utf8'));
+}
+
+/** Each line framed at its own offset (one line after another, as in a log); undefined if one is not. */
+function framedAll(lines: readonly Buffer[]): FramedLine[] | undefined {
+  const framed: FramedLine[] = [];
+  let offset = 0;
+  for (const line of lines) {
+    const one = frameLine(line, 0, line.length, offset);
+    if (one === undefined) return undefined;
+    framed.push(one);
+    offset += line.length + 1;
+  }
+  return framed;
+}
+
+const oneByOne = (lines: readonly Buffer[]) => lines.map((line) => readEventLine(line, 0, line.length));
+
+const DATAS = [
+  { text: 'plain' },
+  { text: 'quotes " and \\ backslashes', nested: { end: 9, at: 'x', start: 1 } },
+  'a string with ,"end":5 and },{"seq":6, inside',
+  ['é', '✓', '\u{1F600}'],
+  null,
+  12345678901234,
+  { '': [[], {}, [{}]] },
+];
+
+describe('a batch decoded together', () => {
+  it("is taken for every batch the writer frames and answers what each line's decode answers", () => {
+    for (const [first, count] of [
+      [0, 1],
+      [7, 2],
+      [41, DATAS.length],
+      [999_999_999_999_990, 3],
+    ] as const) {
+      const lines = writerLines(DATAS.slice(0, count), first);
+      const framed = framedAll(lines);
+      expect(framed?.map((line) => line.seq)).toEqual(lines.map((_, i) => first + i));
+      const expected = oneByOne(lines);
+      expect(expected.every((line) => line !== undefined)).toBe(true);
+      expect(decodeFramedLines(framed!)).toEqual(expected);
+    }
+  });
+
+  it('for any JSON data, equals the lines decoded one by one', () => {
+    const data = fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+    fc.assert(
+      fc.property(fc.array(data, { minLength: 1, maxLength: 6 }), fc.nat(1000), (datas, first) => {
+        const lines = writerLines(datas, first);
+        expect(decodeFramedLines(framedAll(lines)!)).toEqual(oneByOne(lines));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reads lines at their own offsets inside a larger buffer', () => {
+    const lines = writerLines(DATAS.slice(0, 3), 5);
+    const log = Buffer.from(`${headerLine()}${lines.map((line) => `${line}\n`).join('')}`, 'utf8');
+    const framed: FramedLine[] = [];
+    let start = log.indexOf(0x0a) + 1;
+    while (start < log.length) {
+      const end = log.indexOf(0x0a, start);
+      framed.push(frameLine(log, start, end, start)!);
+      start = end + 1;
+    }
+    expect(framed.map((line) => line.offset)).toEqual([
+      log.indexOf('{"seq":5'),
+      log.indexOf('{"seq":6'),
+      log.indexOf('{"seq":7'),
+    ]);
+    expect(decodeFramedLines(framed)).toEqual(oneByOne(lines));
+  });
+});
+
+describe('a batch decoded together steps aside', () => {
+  const event = (seq: number, data = '{"a":1}') => `{"seq":${seq},"type":"note","time":"${T}","data":${data}`;
+  const framings: [string, string][] = [
+    ['a seq with a leading zero', `{"seq":03,"type":"note","time":"${T}","data":1,"end":3,"at":"${T}"`],
+    ['a seq that is not first', `{"type":"note","seq":3,"time":"${T}","data":1,"end":3,"at":"${T}"`],
+    ['a space after the seq', `{"seq":3 ,"type":"note","time":"${T}","data":1,"end":3,"at":"${T}"`],
+    [
+      'a seq of 16 digits',
+      `{"seq":1234567890123456,"type":"note","time":"${T}","data":1,"end":3,"at":"${T}"`,
+    ],
+    ['a space before `end`', `${event(3)}, "end":3,"at":"${T}"`],
+  ];
+  for (const [what, body] of framings) {
+    it(`for a line with ${what}: not framed, left to the line's own decode`, () => {
+      const line = seal(body);
+      expect(frameLine(line, 0, line.length, 0)).toBeUndefined();
+    });
+  }
+
+  it('for a line whose checksum does not match', () => {
+    const [line] = writerLines([1], 0);
+    const bad = Buffer.from(line!);
+    bad[10] = bad[10]! ^ 1;
+    expect(frameLine(bad, 0, bad.length, 0)).toBeUndefined();
+  });
+
+  const decodes: [string, string[]][] = [
+    [
+      'an event that names its seq twice',
+      [`${event(3)},"seq":4,"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    [
+      'an event with a framing key of its own',
+      [`${event(3, '1,"end":4')},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    ['a closing line without `at`', [`${event(3)},"end":4`, `${event(4)},"start":3,"end":4`]],
+    ['an `at` that is no time', [`${event(3)},"end":4`, `${event(4)},"start":3,"end":4,"at":"never"`]],
+    [
+      'an event without data',
+      [`{"seq":3,"type":"note","time":"${T}","end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    [
+      'an empty type',
+      [`{"seq":3,"type":"","time":"${T}","data":1,"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    ['a `start` past the seq', [`${event(3)},"end":4`, `${event(4)},"start":4,"end":4,"at":"${T}"`]],
+    [
+      'a line holding two events',
+      [`${event(3)}},${event(9)},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    [
+      'a line whose event is cut short',
+      [`${event(3, '[1')},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    [
+      'a line whose event is no JSON',
+      [`${event(3, 'nope')},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+  ];
+  for (const [what, bodies] of decodes) {
+    it(`for ${what}: no answer, so the lines are decoded one by one`, () => {
+      const lines = bodies.map(seal);
+      const framed = framedAll(lines);
+      expect(framed).toBeDefined();
+      expect(decodeFramedLines(framed!)).toBeUndefined();
+    });
+  }
+
+  it('for a batch larger than the shared scratch space, still one answer', () => {
+    const big = 'x'.repeat(300_000);
+    const lines = writerLines([big, big, big, big], 0);
+    expect(decodeFramedLines(framedAll(lines)!)).toEqual(oneByOne(lines));
+    // and the shared space is still right for a small batch afterwards
+    const small = writerLines([1, 2], 0);
+    expect(decodeFramedLines(framedAll(small)!)).toEqual(oneByOne(small));
+  });
+});
+
+/** The scan of `log` pushed one line (newline included) per push: framed lines settle per line. */
+function scanLineByLine(log: Buffer) {
+  const scanner = new LogScanner();
+  const batches = [];
+  let from = 0;
+  while (from < log.length) {
+    const nl = log.indexOf(0x0a, from);
+    const to = nl === -1 ? log.length : nl + 1;
+    batches.push(...scanner.push(log.subarray(from, to)));
+    from = to;
+  }
+  return { ...scanner.finish(), batches };
+}
+
+describe('the scanner with batches decoded together', () => {
+  const data = fc
+    .jsonValue({ maxDepth: 2 })
+    .map((v) => JSON.parse(JSON.stringify(v)) as SessionEvent['data']);
+  const batchSizes = fc.array(fc.array(data, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 5 });
+  /** Damage to a log's lines: each keeps the log's lines, or swaps in one that some rule refuses. */
+  const damage = fc.array(
+    fc.record({
+      kind: fc.constantFrom('flip', 'drop', 'repeat', 'swap', 'reframe', 'twice-seq', 'cut'),
+      at: fc.nat(),
+      other: fc.nat(),
+    }),
+    { maxLength: 3 },
+  );
+
+  function damaged(batches: SessionEvent['data'][][], hits: { kind: string; at: number; other: number }[]) {
+    let seq = 0;
+    const lines = [headerLine().slice(0, -1)];
+    for (const datas of batches) {
+      const events = datas.map((d) => ({ seq: seq++, type: 'note', time: T, data: d }));
+      lines.push(...batchLines(events, T).split('\n').filter(Boolean));
+    }
+    for (const { kind, at, other } of hits) {
+      const i = 1 + (at % (lines.length - 1));
+      const j = 1 + (other % (lines.length - 1));
+      const line = lines[i]!;
+      if (kind === 'flip') lines[i] = line.slice(0, 5) + (line[5] === '1' ? '2' : '1') + line.slice(6);
+      else if (kind === 'drop') lines.splice(i, 1);
+      else if (kind === 'repeat') lines.splice(i, 0, line);
+      else if (kind === 'swap') [lines[i], lines[j]] = [lines[j]!, line];
+      else if (kind === 'cut') lines[i] = line.slice(0, other % line.length);
+      else {
+        // Valid lines framed otherwise: a space before `end` (decoded whole), or a second seq.
+        const body = line.slice(0, -18);
+        const framed =
+          kind === 'reframe'
+            ? body.replace(',"end":', ', "end":')
+            : body.replace('{"seq":', '{"seq":0,"seq":');
+        lines[i] = seal(framed).toString('utf8');
+      }
+      if (lines.length < 2) break;
+    }
+    return Buffer.from(lines.map((line) => `${line}\n`).join(''), 'utf8');
+  }
+
+  it('says exactly what the scan line by line says, for any damage', () => {
+    fc.assert(
+      fc.property(batchSizes, damage, fc.boolean(), (batches, hits, unterminated) => {
+        const full = damaged(batches, hits);
+        const log = unterminated ? full.subarray(0, full.length - 1) : full;
+        expect(scanLog(log)).toEqual(scanLineByLine(log));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('commits a batch with one line framed otherwise, its events as the writer wrote them', () => {
+    const events = DATAS.slice(0, 3).map((data, i) => ({ seq: i, type: 'note', time: T, data }));
+    const lines = batchLines(events as SessionEvent[], T)
+      .split('\n')
+      .filter(Boolean);
+    lines[1] = seal(lines[1]!.slice(0, -18).replace(',"start":', ', "start":')).toString('utf8');
+    const log = Buffer.from(`${headerLine()}${lines.map((line) => `${line}\n`).join('')}`, 'utf8');
+    const report = scanLog(log);
+    expect(report.problem).toBeUndefined();
+    expect(report.torn).toBeUndefined();
+    expect(report.batches.map((b) => b.events)).toEqual([
+      prepareBatch(events as SessionEvent[]).map((p) => p.event),
+    ]);
+  });
+});
