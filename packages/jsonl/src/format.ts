@@ -321,23 +321,27 @@ export function readEventLine(bytes: Uint8Array, start: number, end: number): De
  * framing, since falling back to the general path is invisible in the result.
  */
 export function readFramedFast(bytes: Uint8Array, start: number, bodyEnd: number): DecodedLine | undefined {
-  const framing = readFraming(bytes, start, bodyEnd);
-  if (framing === undefined) return undefined;
+  const framing = FAST_FRAMING;
+  if (!readFraming(bytes, start, bodyEnd, framing)) return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(`${utf8(bytes, start, framing.eventEnd)}}`);
   } catch {
     return undefined;
   }
-  return eventOfFramed(parsed, framing);
+  const event = framedEvent(parsed, framing);
+  return event === undefined ? undefined : decodedLine(event, framing.last, framing.at, framing.first);
 }
 
+/** readFramedFast's framing, filled anew by every call (which finishes with it before it returns). */
+const FAST_FRAMING: LineFraming = { last: 0, first: undefined, at: undefined, eventEnd: 0 };
+
 /**
- * The decoded line for an event parsed apart from its `framing`, by the rules of a whole line;
- * undefined when it breaks one, or when the event holds a framing key of its own (which would win
- * or lose against ours differently in a parse of the whole line: such lines go the general way).
+ * The event parsed apart from its `framing`, by the rules of a whole line; undefined when it breaks
+ * one, or when the event holds a framing key of its own (which would win or lose against ours
+ * differently in a parse of the whole line: such lines go the general way).
  */
-export function eventOfFramed(parsed: unknown, framing: LineFraming): DecodedLine | undefined {
+export function framedEvent(parsed: unknown, framing: LineFraming): SessionEvent | undefined {
   if (
     !isPlainObject(parsed) ||
     Object.hasOwn(parsed, 'end') ||
@@ -345,36 +349,48 @@ export function eventOfFramed(parsed: unknown, framing: LineFraming): DecodedLin
     Object.hasOwn(parsed, 'at')
   )
     return undefined;
-  const value = eventLine(
-    parsed.seq,
-    parsed.type,
-    parsed.time,
-    parsed.data,
+  const { seq, type, time, data } = parsed;
+  const wrong = lineRuleBroken(
+    seq,
+    type,
+    time,
     Object.hasOwn(parsed, 'data'),
     framing.last,
     framing.at,
     framing.first,
   );
-  return typeof value === 'string' ? undefined : value;
+  return wrong === undefined
+    ? { seq: seq as number, type: type as string, time: time as string, data: data as JsonValue }
+    : undefined;
 }
 
 /** The event line in a parsed object, or what is wrong with it. */
 function eventLineOf(line: Record<string, unknown>): DecodedLine | string {
   const { seq, type, time, data, end, at, start } = line;
-  return eventLine(seq, type, time, data, Object.hasOwn(line, 'data'), end, at, start);
+  const wrong = lineRuleBroken(seq, type, time, Object.hasOwn(line, 'data'), end, at, start);
+  if (wrong !== undefined) return wrong;
+  const event = { seq: seq as number, type: type as string, time: time as string, data: data as JsonValue };
+  return decodedLine(event, end as number, at, start);
 }
 
-/** The rules of an event line on its fields (`hasData`: the line has its own `data`). */
-function eventLine(
+/** The decoded line of a valid `event` and its framing. */
+function decodedLine(event: SessionEvent, last: number, at: unknown, start: unknown): DecodedLine {
+  const value: DecodedLine = { event, end: last };
+  if (typeof at === 'string') value.at = at;
+  if (start !== undefined) value.start = start as number;
+  return value;
+}
+
+/** Which rule of an event line its fields break (`hasData`: the line has its own `data`), if any. */
+function lineRuleBroken(
   seq: unknown,
   type: unknown,
   time: unknown,
-  data: unknown,
   hasData: boolean,
   last: unknown,
   at: unknown,
   start: unknown,
-): DecodedLine | string {
+): string | undefined {
   if (!isSeq(seq) || !isSeq(last) || last < seq) return 'bad seq or end';
   if (start !== undefined && (!isSeq(start) || start >= seq)) return 'bad start';
   if (typeof type !== 'string' || type.length === 0 || typeof time !== 'string' || !hasData) {
@@ -382,10 +398,7 @@ function eventLine(
   }
   if (seq === last && typeof at !== 'string') return 'the closing line of a batch needs `at`';
   if (typeof at === 'string' && !Number.isFinite(Date.parse(at))) return '`at` is not a time';
-  const value: DecodedLine = { event: { seq, type, time, data: data as JsonValue }, end: last };
-  if (typeof at === 'string') value.at = at;
-  if (start !== undefined) value.start = start as number;
-  return value;
+  return undefined;
 }
 
 /** Result of decoding a header line. */

@@ -300,7 +300,7 @@ export class LogScanner {
       const framed = frameLine(bytes, start, end, offset);
       if (framed !== undefined && this.continuesFramed(framed)) {
         this.framed.push(framed);
-        return framed.seq !== framed.framing.last || this.closeFramed(out);
+        return framed.seq !== framed.last || this.closeFramed(out);
       }
       if (this.settleFramed(out)) return false;
     }
@@ -311,8 +311,8 @@ export class LogScanner {
   /** True when `line` is the next line of a batch on course to commit (its framing says so). */
   private continuesFramed(line: FramedLine): boolean {
     const first = this.framed[0];
-    if (first === undefined) return line.seq === this.nextSeq && line.framing.last >= line.seq;
-    return line.seq === first.seq + this.framed.length && line.framing.last === first.framing.last;
+    if (first === undefined) return line.seq === this.nextSeq && line.last >= line.seq;
+    return line.seq === first.seq + this.framed.length && line.last === first.last;
   }
 
   /**
@@ -321,14 +321,13 @@ export class LogScanner {
    */
   private closeFramed(out: ScanBatch[]): boolean {
     const lines = this.framed;
-    const decoded = decodeFramedLines(lines);
-    if (decoded === undefined) return !this.settleFramed(out);
+    const events = decodeFramedLines(lines);
+    if (events === undefined) return !this.settleFramed(out);
     this.framed = [];
     const first = lines[0]!;
     const last = lines[lines.length - 1]!;
     const endOffset = last.offset + (last.end - last.start) + 1;
-    const events = decoded.map((line) => line.event);
-    out.push({ events, at: decoded[decoded.length - 1]!.at!, offset: first.offset, endOffset });
+    out.push({ events, at: last.at!, offset: first.offset, endOffset });
     this.nextSeq = last.seq + 1;
     this.eventCount += events.length;
     this.committedBytes = endOffset;
