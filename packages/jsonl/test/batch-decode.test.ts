@@ -7,13 +7,16 @@
 // more than one line is decided line by line.
 import { prepareBatch, type SessionEvent } from '@tidemark/core';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { decodeFramedLines, type FramedLine, frameLine } from '../src/batch-decode.js';
 import { crc32Utf8, readEventLine } from '../src/format.js';
-import { LogScanner, scanLog } from '../src/scan.js';
+import { LogScanner, type ScanOptions, scanLog } from '../src/scan.js';
 import { batchLines, headerLine } from './logs.js';
 
 const T = '2026-01-01T00:00:00.000Z';
+
+/** A line-length limit that the generated lines stay under, and 'overlong' ones go past. */
+const MAX_LINE = 2000;
 
 /** A line body (an unterminated JSON object, as text) sealed with its checksum, as bytes. */
 function seal(body: string): Buffer {
@@ -139,8 +142,8 @@ describe('a batch decoded together steps aside', () => {
 
   const decodes: [string, string[]][] = [
     [
-      'an event that names its seq twice',
-      [`${event(3)},"seq":4,"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+      'an event that names its seq twice (the second, valid, counts)',
+      [`${event(3)},"seq":2,"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
     ],
     [
       'an event with a framing key of its own',
@@ -160,6 +163,10 @@ describe('a batch decoded together steps aside', () => {
     [
       'a line holding two events',
       [`${event(3)}},${event(9)},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
+    ],
+    [
+      'a line holding two events, the second the one the next line holds',
+      [`${event(3)}},${event(4)},"end":4`, `${event(4)},"start":3,"end":4,"at":"${T}"`],
     ],
     [
       'a line whose event is cut short',
@@ -190,8 +197,8 @@ describe('a batch decoded together steps aside', () => {
 });
 
 /** The scan of `log` pushed one line (newline included) per push: framed lines settle per line. */
-function scanLineByLine(log: Buffer) {
-  const scanner = new LogScanner();
+function scanLineByLine(log: Buffer, options: ScanOptions = {}) {
+  const scanner = new LogScanner(options);
   const batches = [];
   let from = 0;
   while (from < log.length) {
@@ -203,6 +210,26 @@ function scanLineByLine(log: Buffer) {
   return { ...scanner.finish(), batches };
 }
 
+/** The scan of `log` pushed in pieces that end at `cuts` (sorted offsets). */
+function scanInPieces(log: Buffer, cuts: readonly number[], options: ScanOptions = {}) {
+  const scanner = new LogScanner(options);
+  const batches = [];
+  let from = 0;
+  for (const cut of [...cuts, log.length]) {
+    if (cut <= from) continue;
+    batches.push(...scanner.push(log.subarray(from, cut)));
+    from = cut;
+  }
+  return { ...scanner.finish(), batches };
+}
+
+/** One push of `log` through a scanner with `options`. */
+function scanWhole(log: Buffer, options: ScanOptions = {}) {
+  const scanner = new LogScanner(options);
+  const batches = scanner.push(log);
+  return { ...scanner.finish(), batches };
+}
+
 describe('the scanner with batches decoded together', () => {
   const data = fc
     .jsonValue({ maxDepth: 2 })
@@ -211,7 +238,7 @@ describe('the scanner with batches decoded together', () => {
   /** Damage to a log's lines: each keeps the log's lines, or swaps in one that some rule refuses. */
   const damage = fc.array(
     fc.record({
-      kind: fc.constantFrom('flip', 'drop', 'repeat', 'swap', 'reframe', 'twice-seq', 'cut'),
+      kind: fc.constantFrom('flip', 'drop', 'repeat', 'swap', 'reframe', 'twice-seq', 'cut', 'overlong'),
       at: fc.nat(),
       other: fc.nat(),
     }),
@@ -234,6 +261,7 @@ describe('the scanner with batches decoded together', () => {
       else if (kind === 'repeat') lines.splice(i, 0, line);
       else if (kind === 'swap') [lines[i], lines[j]] = [lines[j]!, line];
       else if (kind === 'cut') lines[i] = line.slice(0, other % line.length);
+      else if (kind === 'overlong') lines[i] = line.padEnd(MAX_LINE + 1 + (other % 3), ' ');
       else {
         // Valid lines framed otherwise: a space before `end` (decoded whole), or a second seq.
         const body = line.slice(0, -18);
@@ -254,9 +282,73 @@ describe('the scanner with batches decoded together', () => {
         const full = damaged(batches, hits);
         const log = unterminated ? full.subarray(0, full.length - 1) : full;
         expect(scanLog(log)).toEqual(scanLineByLine(log));
+        // A line longer than the limit is garbage, after the framed lines before it are decided.
+        const limited = { maxLineBytes: MAX_LINE };
+        expect(scanWhole(log, limited)).toEqual(scanLineByLine(log, limited));
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('says the same however the bytes are cut into pushes', () => {
+    fc.assert(
+      fc.property(batchSizes, damage, fc.array(fc.nat(), { maxLength: 8 }), (batches, hits, picks) => {
+        const log = damaged(batches, hits);
+        const cuts = picks.map((pick) => pick % (log.length + 1)).sort((a, b) => a - b);
+        const limited = { maxLineBytes: MAX_LINE };
+        expect(scanInPieces(log, cuts)).toEqual(scanLog(log));
+        expect(scanInPieces(log, cuts, limited)).toEqual(scanWhole(log, limited));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  describe('ends where the line-by-line scan ends when a framed line has a problem', () => {
+    // The first line opens with seq 0 but names seq 1 again: framed as the batch's first line, it
+    // is a seq gap once decided on its own. The scan must stop just past it, whatever decided it.
+    const events = [0, 1, 2].map((seq) => ({ seq, type: 'note', time: T, data: seq }));
+    const [first, second, third] = batchLines(events as SessionEvent[], T).split('\n');
+    const twice = seal(first!.slice(0, -18).replace('{"seq":0,', '{"seq":0,"seq":1,')).toString('utf8');
+    const header = headerLine();
+    const problemEnd = Buffer.byteLength(header + twice) + 1;
+    const cases: [string, string][] = [
+      ['its batch closing (the batch decode refuses it)', `${header}${twice}\n${second}\n${third}\n`],
+      ['a line that does not continue its batch', `${header}${twice}\n${twice}\n`],
+      ['the end of the push, with a line cut short after it', `${header}${twice}\n${second!.slice(0, 40)}`],
+      ['the end of the push', `${header}${twice}\n`],
+      ['a line over the length limit', `${header}${twice}\n${'x'.repeat(MAX_LINE + 5)}\n`],
+    ];
+    for (const [what, text] of cases) {
+      it(`at ${what}`, () => {
+        const log = Buffer.from(text, 'utf8');
+        const report = scanWhole(log, { maxLineBytes: MAX_LINE });
+        expect(report.problem).toMatchObject({ kind: 'corrupt', offset: Buffer.byteLength(header), seq: 0 });
+        expect(report.totalBytes).toBe(problemEnd);
+        expect(report.batches).toEqual([]);
+        expect(report).toEqual(scanLineByLine(log, { maxLineBytes: MAX_LINE }));
+      });
+    }
+  });
+
+  it('parses each batch the writer wrote in one JSON.parse, whatever its length', () => {
+    const header = headerLine();
+    let seq = 0;
+    const batches = [1, 2, 7, 40].map((count) =>
+      Array.from({ length: count }, () => ({ seq: seq++, type: 'note', time: T, data: { n: seq } })),
+    );
+    const log = Buffer.from(header + batches.map((b) => batchLines(b as SessionEvent[], T)).join(''), 'utf8');
+    const parses = (bytes: Buffer) => {
+      const spy = vi.spyOn(JSON, 'parse');
+      try {
+        const report = scanLog(bytes);
+        return { calls: spy.mock.calls.length, report };
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    const { calls, report } = parses(log);
+    expect(report.batches.map((b) => b.events.length)).toEqual([1, 2, 7, 40]);
+    expect(calls - parses(Buffer.from(header, 'utf8')).calls).toBe(batches.length);
   });
 
   it('commits a batch with one line framed otherwise, its events as the writer wrote them', () => {

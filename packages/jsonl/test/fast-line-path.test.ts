@@ -95,6 +95,18 @@ describe("the fast path on the writer's framing", () => {
   });
 });
 
+describe('the fast path on an `at` of any printable ASCII', () => {
+  const event = '{"seq":3,"type":"note","time":"2026-01-01T00:00:00.000Z","data":{"a":1}';
+  // Space (0x20) and tilde (0x7e) are the ends of the range the fast path reads as it is.
+  for (const at of ['Jan 1 2026 10:00 UTC', 'Jan 1 2026 (~)']) {
+    it(`takes ${JSON.stringify(at)} as the whole-line parse does`, () => {
+      const line = seal(`${event},"end":3,"at":${JSON.stringify(at)}`);
+      expect(fast(line)?.at).toBe(at);
+      expect(fast(line)).toEqual(whole(line));
+    });
+  }
+});
+
 describe('the fast path steps aside for any other framing', () => {
   const event = '{"seq":3,"type":"note","time":"2026-01-01T00:00:00.000Z","data":{"a":1}';
   const cases: [string, string][] = [
