@@ -86,6 +86,9 @@ describe.skipIf(!hasChromium)('the session browser in headless Chromium', () => 
       ['/home/ana/shop', [SEEDED.interrupted, SEEDED.corrupt]],
     ] as const) {
       await page.goto(server.url);
+      // The list renders again when its page arrives, moving the form: a click in that moment can
+      // miss the button (seen once in CI under load), so search only once the list is in.
+      await page.getByTestId('status').waitFor();
       await page.getByRole('searchbox').fill(text);
       await page.getByRole('button', { name: 'Search' }).click();
       await page.getByTestId('status').filter({ hasText: 'match' }).waitFor();
