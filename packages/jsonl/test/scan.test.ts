@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { crc32Table } from '../src/format.js';
 import {
   crc32,
   crc32Utf8,
@@ -44,6 +45,29 @@ describe('crc32', () => {
         expect(crc32(bytes, start, end)).toBe(reference(bytes.subarray(start, end)));
       }),
       { numRuns: 2000 },
+    );
+  });
+
+  it('gives the same answer by the table and natively, below, at and above the switch', () => {
+    const reference = (bytes: Uint8Array) => {
+      let crc = 0xffffffff;
+      for (const byte of bytes) {
+        crc ^= byte;
+        for (let k = 0; k < 8; k++) crc = crc & 1 ? 0xedb88320 ^ (crc >>> 1) : crc >>> 1;
+      }
+      return (crc ^ 0xffffffff) >>> 0;
+    };
+    const lengths = fc.oneof(fc.integer({ min: 1000, max: 1050 }), fc.integer({ min: 1, max: 70_000 }));
+    fc.assert(
+      fc.property(lengths, fc.nat(64), fc.integer(), (length, offset, seed) => {
+        const bytes = new Uint8Array(offset + length + 3);
+        for (let i = 0; i < bytes.length; i++) bytes[i] = (seed + i * 2654435761) >>> 24;
+        const expected = reference(bytes.subarray(offset, offset + length));
+        expect(crc32(bytes, offset, offset + length)).toBe(expected);
+        expect(crc32Table(bytes, offset, offset + length)).toBe(expected);
+        expect(crc32(Buffer.from(bytes), offset, offset + length)).toBe(expected);
+      }),
+      { numRuns: 40 },
     );
   });
 
