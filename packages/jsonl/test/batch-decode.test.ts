@@ -9,19 +9,14 @@ import { prepareBatch, type SessionEvent } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import { decodeFramedLines, type FramedLine, frameLine } from '../src/batch-decode.js';
-import { crc32Utf8, readEventLine } from '../src/format.js';
+import { readEventLine } from '../src/format.js';
 import { LogScanner, type ScanOptions, scanLog } from '../src/scan.js';
-import { batchLines, headerLine } from './logs.js';
+import { batchLines, headerLine, sealLine } from './logs.js';
 
 const T = '2026-01-01T00:00:00.000Z';
 
 /** A line-length limit that the generated lines stay under, and 'overlong' ones go past. */
 const MAX_LINE = 2000;
-
-/** A line body (an unterminated JSON object, as text) sealed with its checksum, as bytes. */
-function seal(body: string): Buffer {
-  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
-}
 
 /** The lines of one batch as the writer frames them, without their newlines. */
 function writerLines(datas: readonly unknown[], firstSeq: number): Buffer[] {
@@ -128,7 +123,7 @@ describe('a batch decoded together steps aside', () => {
   ];
   for (const [what, body] of framings) {
     it(`for a line with ${what}: not framed, left to the line's own decode`, () => {
-      const line = seal(body);
+      const line = sealLine(body);
       expect(frameLine(line, 0, line.length, 0)).toBeUndefined();
     });
   }
@@ -179,7 +174,7 @@ describe('a batch decoded together steps aside', () => {
   ];
   for (const [what, bodies] of decodes) {
     it(`for ${what}: no answer, so the lines are decoded one by one`, () => {
-      const lines = bodies.map(seal);
+      const lines = bodies.map(sealLine);
       const framed = framedAll(lines);
       expect(framed).toBeDefined();
       expect(decodeFramedLines(framed!)).toBeUndefined();
@@ -196,20 +191,6 @@ describe('a batch decoded together steps aside', () => {
   });
 });
 
-/** The scan of `log` pushed one line (newline included) per push: framed lines settle per line. */
-function scanLineByLine(log: Buffer, options: ScanOptions = {}) {
-  const scanner = new LogScanner(options);
-  const batches = [];
-  let from = 0;
-  while (from < log.length) {
-    const nl = log.indexOf(0x0a, from);
-    const to = nl === -1 ? log.length : nl + 1;
-    batches.push(...scanner.push(log.subarray(from, to)));
-    from = to;
-  }
-  return { ...scanner.finish(), batches };
-}
-
 /** The scan of `log` pushed in pieces that end at `cuts` (sorted offsets). */
 function scanInPieces(log: Buffer, cuts: readonly number[], options: ScanOptions = {}) {
   const scanner = new LogScanner(options);
@@ -223,11 +204,11 @@ function scanInPieces(log: Buffer, cuts: readonly number[], options: ScanOptions
   return { ...scanner.finish(), batches };
 }
 
-/** One push of `log` through a scanner with `options`. */
-function scanWhole(log: Buffer, options: ScanOptions = {}) {
-  const scanner = new LogScanner(options);
-  const batches = scanner.push(log);
-  return { ...scanner.finish(), batches };
+/** The scan of `log` pushed one line (newline included) per push: framed lines settle per line. */
+function scanLineByLine(log: Buffer, options: ScanOptions = {}) {
+  const lineEnds: number[] = [];
+  for (let nl = log.indexOf(0x0a); nl !== -1; nl = log.indexOf(0x0a, nl + 1)) lineEnds.push(nl + 1);
+  return scanInPieces(log, lineEnds, options);
 }
 
 describe('the scanner with batches decoded together', () => {
@@ -269,7 +250,7 @@ describe('the scanner with batches decoded together', () => {
           kind === 'reframe'
             ? body.replace(',"end":', ', "end":')
             : body.replace('{"seq":', '{"seq":0,"seq":');
-        lines[i] = seal(framed).toString('utf8');
+        lines[i] = sealLine(framed).toString('utf8');
       }
       if (lines.length < 2) break;
     }
@@ -284,7 +265,7 @@ describe('the scanner with batches decoded together', () => {
         expect(scanLog(log)).toEqual(scanLineByLine(log));
         // A line longer than the limit is garbage, after the framed lines before it are decided.
         const limited = { maxLineBytes: MAX_LINE };
-        expect(scanWhole(log, limited)).toEqual(scanLineByLine(log, limited));
+        expect(scanLog(log, limited)).toEqual(scanLineByLine(log, limited));
       }),
       { numRuns: 500 },
     );
@@ -297,7 +278,7 @@ describe('the scanner with batches decoded together', () => {
         const cuts = picks.map((pick) => pick % (log.length + 1)).sort((a, b) => a - b);
         const limited = { maxLineBytes: MAX_LINE };
         expect(scanInPieces(log, cuts)).toEqual(scanLog(log));
-        expect(scanInPieces(log, cuts, limited)).toEqual(scanWhole(log, limited));
+        expect(scanInPieces(log, cuts, limited)).toEqual(scanLog(log, limited));
       }),
       { numRuns: 500 },
     );
@@ -308,7 +289,7 @@ describe('the scanner with batches decoded together', () => {
     // is a seq gap once decided on its own. The scan must stop just past it, whatever decided it.
     const events = [0, 1, 2].map((seq) => ({ seq, type: 'note', time: T, data: seq }));
     const [first, second, third] = batchLines(events as SessionEvent[], T).split('\n');
-    const twice = seal(first!.slice(0, -18).replace('{"seq":0,', '{"seq":0,"seq":1,')).toString('utf8');
+    const twice = sealLine(first!.slice(0, -18).replace('{"seq":0,', '{"seq":0,"seq":1,')).toString('utf8');
     const header = headerLine();
     const problemEnd = Buffer.byteLength(header + twice) + 1;
     const cases: [string, string][] = [
@@ -321,7 +302,7 @@ describe('the scanner with batches decoded together', () => {
     for (const [what, text] of cases) {
       it(`at ${what}`, () => {
         const log = Buffer.from(text, 'utf8');
-        const report = scanWhole(log, { maxLineBytes: MAX_LINE });
+        const report = scanLog(log, { maxLineBytes: MAX_LINE });
         expect(report.problem).toMatchObject({ kind: 'corrupt', offset: Buffer.byteLength(header), seq: 0 });
         expect(report.totalBytes).toBe(problemEnd);
         expect(report.batches).toEqual([]);
@@ -356,7 +337,7 @@ describe('the scanner with batches decoded together', () => {
     const lines = batchLines(events as SessionEvent[], T)
       .split('\n')
       .filter(Boolean);
-    lines[1] = seal(lines[1]!.slice(0, -18).replace(',"start":', ', "start":')).toString('utf8');
+    lines[1] = sealLine(lines[1]!.slice(0, -18).replace(',"start":', ', "start":')).toString('utf8');
     const log = Buffer.from(`${headerLine()}${lines.map((line) => `${line}\n`).join('')}`, 'utf8');
     const report = scanLog(log);
     expect(report.problem).toBeUndefined();

@@ -4,9 +4,10 @@
 import { prepareBatch } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { crc32Utf8, decodeEventLine, encodeBatch, encodeBatchBytes, readEventLine } from '../src/format.js';
+import { decodeEventLine, encodeBatch, encodeBatchBytes, readEventLine } from '../src/format.js';
 import { LogScanner } from '../src/scan.js';
 import { isoOfMs } from '../src/writer.js';
+import { sealLine } from './logs.js';
 
 const T = '2026-01-01T00:00:00.000Z';
 
@@ -64,11 +65,6 @@ describe('isoOfMs', () => {
   });
 });
 
-/** `text` sealed as a line (checksum over its body), as bytes without the newline. */
-function sealedText(body: string): Buffer {
-  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
-}
-
 describe('readEventLine', () => {
   const value = fc.oneof(
     fc.nat(20),
@@ -86,7 +82,7 @@ describe('readEventLine', () => {
     fc.assert(
       fc.property(fc.array(member, { maxLength: 9 }), spacing, (members, space) => {
         const body = `{${members.map(([k, v]) => `${JSON.stringify(k)}:${space}${JSON.stringify(v)}`).join(',')}`;
-        const line = sealedText(body);
+        const line = sealLine(body);
         const general = decodeEventLine(line, 0, line.length);
         expect(readEventLine(line, 0, line.length)).toEqual(general.ok ? general.value : undefined);
       }),
@@ -116,7 +112,7 @@ describe('readEventLine', () => {
           if (first !== null) body += `,"start":${first}`;
           body += `,"end":${last}`;
           if (at !== null) body += `,"at":${at}`;
-          const line = sealedText(body);
+          const line = sealLine(body);
           const general = decodeEventLine(line, 0, line.length);
           expect(readEventLine(line, 0, line.length)).toEqual(general.ok ? general.value : undefined);
         },

@@ -7,19 +7,14 @@ import { prepareBatch } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import {
   CRC_SUFFIX_BYTES,
-  crc32Utf8,
   decodeEventLine,
   encodeBatch,
   readEventLine,
   readFramedFast,
 } from '../src/format.js';
+import { sealLine } from './logs.js';
 
 const T = '2026-01-01T00:00:00.000Z';
-
-/** A line body (an unterminated JSON object, as text) sealed with its checksum, as bytes. */
-function seal(body: string): Buffer {
-  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
-}
 
 const fast = (line: Buffer) => readFramedFast(line, 0, line.length - CRC_SUFFIX_BYTES);
 const whole = (line: Buffer) => {
@@ -100,7 +95,7 @@ describe('the fast path on an `at` of any printable ASCII', () => {
   // Space (0x20) and tilde (0x7e) are the ends of the range the fast path reads as it is.
   for (const at of ['Jan 1 2026 10:00 UTC', 'Jan 1 2026 (~)']) {
     it(`takes ${JSON.stringify(at)} as the whole-line parse does`, () => {
-      const line = seal(`${event},"end":3,"at":${JSON.stringify(at)}`);
+      const line = sealLine(`${event},"end":3,"at":${JSON.stringify(at)}`);
       expect(fast(line)?.at).toBe(at);
       expect(fast(line)).toEqual(whole(line));
     });
@@ -136,19 +131,19 @@ describe('the fast path steps aside for any other framing', () => {
   ];
   for (const [what, body] of cases) {
     it(`${what}: the whole-line parse decides`, () => {
-      const line = seal(body);
+      const line = sealLine(body);
       expect(fast(line)).toBeUndefined();
       expect(readEventLine(line, 0, line.length)).toEqual(whole(line));
     });
   }
 
   it('an escaped but valid `at` still reads, through the whole-line parse', () => {
-    const line = seal(`${event},"end":3,"at":"2026-01-01T00:00:00.000\\u005a"`);
+    const line = sealLine(`${event},"end":3,"at":"2026-01-01T00:00:00.000\\u005a"`);
     expect(readEventLine(line, 0, line.length)?.at).toBe(T);
   });
 
   it('a `start` the writer did not frame (after `end`) is left to the whole-line parse', () => {
-    const line = seal(`${event},"end":3,"start":2,"at":"${T}"`);
+    const line = sealLine(`${event},"end":3,"start":2,"at":"${T}"`);
     expect(fast(line)).toBeUndefined();
     expect(readEventLine(line, 0, line.length)).toEqual(whole(line));
     expect(whole(line)?.start).toBe(2);

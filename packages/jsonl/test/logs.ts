@@ -1,6 +1,6 @@
 // Builders of log bytes for scanner tests: real lines from the real encoders.
 import { prepareBatch, type SessionEvent } from '@tidemark/core';
-import { encodeBatch, encodeHeader } from '../src/index.js';
+import { crc32Utf8, encodeBatch, encodeHeader } from '../src/index.js';
 
 export const CREATED = '2026-01-01T00:00:00.000Z';
 export const AT = '2026-01-01T00:00:01.000Z';
@@ -19,4 +19,9 @@ export function batchLines(events: SessionEvent[], at = AT): string {
 /** A whole log: header then the batches in order. */
 export function logOf(batches: SessionEvent[][], id = 's'): Buffer {
   return Buffer.from(headerLine(id) + batches.map((b) => batchLines(b)).join(''), 'utf8');
+}
+
+/** A line body (an unterminated JSON object, as text) sealed with its checksum: the line's bytes, no newline. */
+export function sealLine(body: string): Buffer {
+  return Buffer.from(`${body},"crc":"${crc32Utf8(body).toString(16).padStart(8, '0')}"}`, 'utf8');
 }
