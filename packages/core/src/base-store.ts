@@ -71,11 +71,13 @@ export abstract class SessionStoreBase implements MaintainedStore {
   private closed = false;
 
   /**
-   * @param options - the factory's options (backend-specific fields are ignored here).
+   * @param options - the factory's options (backend-specific fields are the backend's to check).
    * @param where - the factory's name, for messages about invalid options.
+   * @param backendNames - the backend's own option names; when given, any other unshared name is
+   *   refused with INVALID (see {@link resolveStoreOptions}).
    */
-  protected constructor(options: StoreOptions, where: string) {
-    this.settings = resolveStoreOptions(options, where);
+  protected constructor(options: StoreOptions, where: string, backendNames?: readonly string[]) {
+    this.settings = resolveStoreOptions(options, where, backendNames);
   }
 
   // ---- storage hooks -------------------------------------------------------------------------

@@ -46,14 +46,53 @@ function boundaryTypesOf(value: unknown, where: string): readonly string[] {
   return Object.freeze([...(value as string[])]);
 }
 
+/** The names of the options every backend shares ({@link StoreOptions}). */
+export const SHARED_OPTION_NAMES: readonly string[] = Object.freeze([
+  'durability',
+  'boundaryTypes',
+  'maxEventBytes',
+  'maxDepth',
+]);
+
+/**
+ * The option names a backend adds to {@link StoreOptions}, from an object with one key per name:
+ * the type makes the list complete, so a new option cannot be left out of it (and then refused).
+ * @example `const NAMES = backendOptionNames<MyOptions>({ root: true, fs: true })`
+ */
+export function backendOptionNames<T extends StoreOptions>(
+  names: Record<Exclude<keyof T, keyof StoreOptions>, true>,
+): readonly string[] {
+  return Object.freeze(Object.keys(names));
+}
+
+/**
+ * Refuses an option name that neither {@link StoreOptions} nor the backend (`backendNames`) knows:
+ * a misspelt `root` or `path` must not quietly open a store somewhere else (the default root, a
+ * new file) and leave the caller's sessions looking absent.
+ */
+function assertKnownNames(options: object, where: string, backendNames: readonly string[]): void {
+  for (const name of Object.keys(options)) {
+    if (SHARED_OPTION_NAMES.includes(name) || backendNames.includes(name)) continue;
+    const known = [...backendNames, ...SHARED_OPTION_NAMES].join(', ');
+    throw invalid(where, `unknown option ${JSON.stringify(name)} (known options: ${known})`);
+  }
+}
+
 /**
  * Validates the options every backend shares and fills in their defaults. Backend-specific options
- * (a path, a volume, a hook) are left to the backend and ignored here.
+ * (a path, a volume, a hook) are the backend's to validate.
  * @param where - the factory's name, prefixed to messages (`openMemoryStore`).
+ * @param backendNames - the backend's own option names. When given, any other name that is not
+ *   shared is refused; when omitted, names this function does not know are left alone.
  * @throws TidemarkError INVALID naming the offending option.
  */
-export function resolveStoreOptions(options: StoreOptions, where: string): ResolvedStoreOptions {
+export function resolveStoreOptions(
+  options: StoreOptions,
+  where: string,
+  backendNames?: readonly string[],
+): ResolvedStoreOptions {
   if (typeof options !== 'object' || options === null) throw invalid(where, 'options must be an object');
+  if (backendNames !== undefined) assertKnownNames(options, where, backendNames);
   const { durability = 'strict', maxEventBytes, maxDepth } = options;
   if (durability !== 'strict' && durability !== 'relaxed')
     throw invalid(where, `durability must be 'strict' or 'relaxed', got ${JSON.stringify(durability)}`);

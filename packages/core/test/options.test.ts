@@ -1,10 +1,12 @@
 // resolveStoreOptions: the options every backend shares, validated once, errors naming the option.
 import { describe, expect, it } from 'vitest';
 import {
+  backendOptionNames,
   DEFAULT_BOUNDARY_TYPES,
   DEFAULT_MAX_DEPTH,
   DEFAULT_MAX_EVENT_BYTES,
   resolveStoreOptions,
+  type StoreOptions,
 } from '../src/index.js';
 
 function invalidMessage(options: unknown): string {
@@ -59,5 +61,48 @@ describe('resolveStoreOptions', () => {
 
   it('rejects options that are not an object', () => {
     expect(invalidMessage(null)).toContain('options must be an object');
+  });
+});
+
+describe('unknown option names', () => {
+  const names = backendOptionNames<StoreOptions & { root?: string; lock?: 'file' | 'none' }>({
+    root: true,
+    lock: true,
+  });
+
+  it('lists the backend names it was given', () => {
+    expect(names).toEqual(['root', 'lock']);
+    expect(Object.isFrozen(names)).toBe(true);
+  });
+
+  it('refuses a name neither shared nor the backend own, naming it and the known ones', () => {
+    expect(() => resolveStoreOptions({ dir: '/tmp/x' } as never, 'openTestStore', names)).toThrow(
+      'openTestStore: unknown option "dir" (known options: root, lock, durability, boundaryTypes, maxEventBytes, maxDepth)',
+    );
+    const error = (() => {
+      try {
+        resolveStoreOptions({ root: '/r', durabilty: 'relaxed' } as never, 'openTestStore', names);
+      } catch (caught) {
+        return caught as { code?: string; message: string };
+      }
+      return undefined;
+    })();
+    expect(error?.code).toBe('INVALID');
+    expect(error?.message).toContain('"durabilty"');
+  });
+
+  it('accepts shared and backend names, also when their value is undefined', () => {
+    const resolved = resolveStoreOptions(
+      { root: '/r', lock: undefined, durability: 'relaxed', maxDepth: 4 } as never,
+      'openTestStore',
+      names,
+    );
+    expect(resolved.durability).toBe('relaxed');
+    expect(resolveStoreOptions({}, 'openTestStore', []).durability).toBe('strict');
+    expect(() => resolveStoreOptions({ root: '/r' } as never, 'openTestStore', [])).toThrow('"root"');
+  });
+
+  it('leaves names alone when the caller gives no backend names', () => {
+    expect(resolveStoreOptions({ anything: 1 } as never, 'openTestStore').durability).toBe('strict');
   });
 });

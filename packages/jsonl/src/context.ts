@@ -3,6 +3,7 @@
 // hidden state of its own and none needs to import the store.
 import {
   type BoundaryPredicate,
+  backendOptionNames,
   type Durability,
   type FileHandlePort,
   type FileSystem,
@@ -32,6 +33,14 @@ export interface JsonlStoreOptions extends StoreOptions {
   /** Writers (open descriptors and locks) kept open at once; the least recently used idle one is closed beyond this. Default 64. */
   maxOpenWriters?: number;
 }
+
+/** Every name {@link JsonlStoreOptions} adds to the shared options; any other is refused. */
+export const JSONL_OPTION_NAMES = backendOptionNames<JsonlStoreOptions>({
+  root: true,
+  fs: true,
+  lock: true,
+  maxOpenWriters: true,
+});
 
 /** A session this instance writes: its open log, its lock and what it knows of the log. */
 export interface Writer {

@@ -30,7 +30,7 @@ import { appendToSession } from './append.js';
 import { locate } from './catalog.js';
 import { newCatalogState } from './catalog-file.js';
 import { listSessions } from './catalog-list.js';
-import { createContext, type JsonlStoreOptions, type StoreContext } from './context.js';
+import { createContext, JSONL_OPTION_NAMES, type JsonlStoreOptions, type StoreContext } from './context.js';
 import { quietly } from './errors.js';
 import { FORMAT_VERSION } from './format.js';
 import { deleteStored, loadSession, updateStored } from './operations.js';
@@ -54,7 +54,7 @@ export class JsonlStore extends SessionStoreBase {
 
   /** @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits). */
   constructor(options: JsonlStoreOptions = {}) {
-    super(options, 'openJsonlStore');
+    super(options, 'openJsonlStore', JSONL_OPTION_NAMES);
     this.ctx = createContext(options, {
       settings: this.settings,
       reservations: this.reservations,

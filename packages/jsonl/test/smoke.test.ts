@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bucketOf, openJsonlStore, sessionPaths } from '../src/index.js';
 import { ev, evs, removeTempDirs, tempDir } from './helpers.js';
@@ -43,5 +44,27 @@ describe('jsonl store basics', () => {
     expect(await again.has('s1')).toBe(false);
     await expect(again.load('s1')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await again.close();
+  });
+});
+
+describe('options', () => {
+  it('refuses a misspelt option instead of opening the default root', async () => {
+    const home = tempDir();
+    const before = process.env.TIDEMARK_HOME;
+    process.env.TIDEMARK_HOME = home;
+    try {
+      const error = await openJsonlStore({ dir: join(home, 'mine') } as never).then(
+        () => undefined,
+        (caught: unknown) => caught as { code?: string; message: string },
+      );
+      expect(error?.code).toBe('INVALID');
+      expect(error?.message).toBe(
+        'openJsonlStore: unknown option "dir" (known options: root, fs, lock, maxOpenWriters, durability, boundaryTypes, maxEventBytes, maxDepth)',
+      );
+      expect(readdirSync(home)).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.TIDEMARK_HOME;
+      else process.env.TIDEMARK_HOME = before;
+    }
   });
 });

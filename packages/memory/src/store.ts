@@ -5,6 +5,7 @@ import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  backendOptionNames,
   commitStateOf,
   deleteConflict,
   emptySummary,
@@ -57,6 +58,9 @@ export class MemoryVolume {
 }
 
 /** A storage step, as {@link MemoryStoreOptions.beforeStorageStep} names it. */
+/** Every name {@link MemoryStoreOptions} adds to the shared options; any other is refused. */
+const MEMORY_OPTION_NAMES = backendOptionNames<MemoryStoreOptions>({ volume: true, beforeStorageStep: true });
+
 export type MemoryStorageStep = 'read' | 'write' | 'list' | 'delete';
 
 /** Options of {@link openMemoryStore}. */
@@ -82,7 +86,7 @@ export class MemoryStore extends SessionStoreBase {
   private readonly beforeStorageStep: MemoryStoreOptions['beforeStorageStep'];
 
   constructor(options: MemoryStoreOptions = {}) {
-    super(options, 'openMemoryStore');
+    super(options, 'openMemoryStore', MEMORY_OPTION_NAMES);
     this.volume = options.volume ?? new MemoryVolume();
     this.beforeStorageStep = options.beforeStorageStep;
   }

@@ -4,7 +4,12 @@ import { resolveStoreOptions } from '@tidemark/core';
 import pg from 'pg';
 import { Connections } from './db.js';
 import { mapPgError } from './errors.js';
-import { type PostgresStoreOptions, passwordOf, resolvePostgresOptions } from './options.js';
+import {
+  POSTGRES_OPTION_NAMES,
+  type PostgresStoreOptions,
+  passwordOf,
+  resolvePostgresOptions,
+} from './options.js';
 import { migrate } from './schema.js';
 import { PostgresStore } from './store.js';
 
@@ -15,9 +20,10 @@ import { PostgresStore } from './store.js';
  * for connection faults), UNSUPPORTED_FORMAT for a newer or foreign schema.
  */
 export async function openPostgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {
+  // The shared options are the base class's; checked here too (with unknown names) so that a bad
+  // one never opens a pool.
+  resolveStoreOptions(options, 'openPostgresStore', POSTGRES_OPTION_NAMES);
   const resolved = resolvePostgresOptions(options);
-  // The shared options are the base class's; checked here too so that a bad one never opens a pool.
-  resolveStoreOptions(options, 'openPostgresStore');
   const ownsPool = options.pool === undefined;
   const secrets = passwordOf(options.connectionString, options.pool);
   const pool =

@@ -1,6 +1,6 @@
 // Options of openPostgresStore: validation and defaults. Nothing here keeps the connection string
 // or the password beyond what the pool needs; the list of secrets is only used to redact.
-import { errors, type StoreOptions } from '@tidemark/core';
+import { backendOptionNames, errors, type StoreOptions } from '@tidemark/core';
 import type pg from 'pg';
 import type { StatementHook } from './db.js';
 
@@ -34,6 +34,19 @@ export interface PostgresStoreOptions extends StoreOptions {
    */
   beforeStatement?: StatementHook;
 }
+
+/** Every name {@link PostgresStoreOptions} adds to the shared options; any other is refused. */
+export const POSTGRES_OPTION_NAMES = backendOptionNames<PostgresStoreOptions>({
+  connectionString: true,
+  pool: true,
+  schema: true,
+  poolSize: true,
+  statementTimeoutMs: true,
+  lockTimeoutMs: true,
+  idleInTransactionTimeoutMs: true,
+  onWarning: true,
+  beforeStatement: true,
+});
 
 /** Options after validation and defaults. */
 export interface ResolvedPostgresOptions {

@@ -43,7 +43,7 @@ import type { Connections, Session } from './db.js';
 import { isUniqueViolation, mapPgError } from './errors.js';
 import { AdvanceGroups } from './group-commit.js';
 import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
-import type { PostgresStoreOptions } from './options.js';
+import { POSTGRES_OPTION_NAMES, type PostgresStoreOptions } from './options.js';
 import {
   decodeEventRows,
   type EventRow,
@@ -84,7 +84,7 @@ export class PostgresStore extends SessionStoreBase {
 
   /** @internal Use {@link openPostgresStore}. */
   constructor(db: Connections, ownsPool: boolean, schema: string, options: PostgresStoreOptions) {
-    super(options, 'openPostgresStore');
+    super(options, 'openPostgresStore', POSTGRES_OPTION_NAMES);
     this.#db = db;
     this.#ownsPool = ownsPool;
     this.#schema = schema;

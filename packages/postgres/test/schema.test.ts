@@ -30,6 +30,20 @@ describe.skipIf(!available)('schema and migrations', () => {
     await again.close();
   });
 
+  it('a misspelt option is INVALID, and no schema is created', async () => {
+    const schema = fresh();
+    const error = await openPostgresStore({ connectionString: PG_URL, schema, pool_size: 2 } as never).then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(isTidemarkError(error) && error.code).toBe('INVALID');
+    expect((error as Error).message).toContain(
+      'openPostgresStore: unknown option "pool_size" (known options: connectionString, pool,',
+    );
+    const found = await adminPool().query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    expect(found.rowCount).toBe(0);
+  });
+
   it('four hosts opening one fresh schema at once migrate it exactly once', async () => {
     const schema = fresh();
     const stores = await Promise.all(

@@ -1,5 +1,5 @@
 // The options of the SQLite backend and their validation at open.
-import { errors, type StoreOptions } from '@tidemark/core';
+import { backendOptionNames, errors, type StoreOptions } from '@tidemark/core';
 
 /** Options of {@link openSqliteStore}. */
 export interface SqliteStoreOptions extends StoreOptions {
@@ -27,6 +27,14 @@ export interface SqliteStoreOptions extends StoreOptions {
    */
   beforeStorageStep?: (step: SqliteStorageStep, id?: string) => void;
 }
+
+/** Every name {@link SqliteStoreOptions} adds to the shared options; any other is refused. */
+export const SQLITE_OPTION_NAMES = backendOptionNames<SqliteStoreOptions>({
+  path: true,
+  busyTimeoutMs: true,
+  maxPageCount: true,
+  beforeStorageStep: true,
+});
 
 /** The steps {@link SqliteStoreOptions.beforeStorageStep} is called before. */
 export type SqliteStorageStep =

@@ -32,7 +32,7 @@ import type Database from 'better-sqlite3';
 import { SqliteConnection } from './connection.js';
 import { AppendGroups } from './group-commit.js';
 import { openDatabase } from './open.js';
-import { type SqliteStoreOptions, validateOptions } from './options.js';
+import { SQLITE_OPTION_NAMES, type SqliteStoreOptions, validateOptions } from './options.js';
 import { hasSession, listPage, loadSession, readEvents } from './read.js';
 import { repairStoredSession } from './repair.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
@@ -66,7 +66,7 @@ export class SqliteStore extends SessionStoreBase {
 
   /** @internal Use {@link openSqliteStore}: `db` is an open, migrated connection to `options.path`. */
   constructor(options: SqliteStoreOptions, db: Database.Database, internals: StoreInternals) {
-    super(options, 'openSqliteStore');
+    super(options, 'openSqliteStore', SQLITE_OPTION_NAMES);
     this.conn = new SqliteConnection(
       db,
       options.path,
@@ -149,9 +149,9 @@ export async function openSqliteStoreWith(
   options: SqliteStoreOptions,
   internals: StoreInternals,
 ): Promise<SqliteStore> {
+  // Unknown and shared options are refused before the file is touched (the store checks them again).
+  resolveStoreOptions(options, 'openSqliteStore', SQLITE_OPTION_NAMES);
   const o = validateOptions(options);
-  // The shared options are refused before the file is touched (the store checks them again).
-  resolveStoreOptions(o, 'openSqliteStore');
   return openDatabase(o, (db) => {
     const store = new SqliteStore(o, db, internals);
     connectionOf.set(store, db);

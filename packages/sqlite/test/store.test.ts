@@ -1,10 +1,12 @@
 // SQLite-specific behaviour beyond the shared contract: what lands in which table, paging,
 // quarantine, corruption found in rows, and the collision path of append.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore, READ_PAGE_SIZE } from '../src/index.js';
 import { connectionOf } from '../src/store.js';
-import { events, freshStore, rejectsWith, removeTempDirs } from './helpers.js';
+import { events, freshStore, rejectsWith, removeTempDirs, tempDir } from './helpers.js';
 
 afterEach(removeTempDirs);
 
@@ -91,6 +93,19 @@ describe('pragmas of the store connection', () => {
       expect(db.pragma('synchronous', { simple: true })).toBe(expected);
       await store.close();
     }
+  });
+
+  it('refuses a misspelt option before it touches any file', async () => {
+    const path = join(tempDir(), 'store.db');
+    const typo = await rejectsWith(openSqliteStore({ path, busyTimeout: 100 } as never), 'INVALID');
+    expect(typo.message).toContain(
+      'openSqliteStore: unknown option "busyTimeout" (known options: path, busyTimeoutMs,',
+    );
+    expect(existsSync(path)).toBe(false);
+    // `file` for `path`: the unknown name is the first thing said, not only that path is missing.
+    const other = await rejectsWith(openSqliteStore({ file: path } as never), 'INVALID');
+    expect(other.message).toContain('unknown option "file"');
+    expect(existsSync(path)).toBe(false);
   });
 
   it('applies busyTimeoutMs and maxPageCount', async () => {
