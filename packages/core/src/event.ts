@@ -1,7 +1,7 @@
 import { TidemarkError } from './errors.js';
 import { canonicalInRange } from './iso-time.js';
 import {
-  assertJsonValue,
+  copyJsonValue,
   DEFAULT_MAX_DEPTH,
   DEFAULT_MAX_EVENT_BYTES,
   type JsonValue,
@@ -94,8 +94,15 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
     );
   }
   if (!Object.hasOwn(candidate, 'data')) throw new TidemarkError('INVALID', `${path}.data: missing`);
-  assertJsonValue(data, `${path}.data`, { maxDepth: limits.maxDepth ?? DEFAULT_MAX_DEPTH });
-  const json = JSON.stringify({ seq, type, time, data });
+  // The copy is built while `data` is checked, and the serialization is made from the copy, so that
+  // what is stored and what the store goes on to use (summaries, the memory volume) are one value.
+  const event: SessionEvent = {
+    seq,
+    type,
+    time,
+    data: copyJsonValue(data, `${path}.data`, { maxDepth: limits.maxDepth ?? DEFAULT_MAX_DEPTH }),
+  };
+  const json = JSON.stringify(event);
   const bytes = Buffer.byteLength(json, 'utf8');
   const maxBytes = limits.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   if (bytes > maxBytes) {
@@ -104,7 +111,7 @@ export function prepareEvent(value: unknown, path: string, limits: EventLimits =
       `${path}: serialized event is ${bytes} bytes, over the limit of ${maxBytes}`,
     );
   }
-  return { event: JSON.parse(json) as SessionEvent, json, bytes };
+  return { event, json, bytes };
 }
 
 /**

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   assertJsonValue,
   cloneJson,
+  copyJsonValue,
   isJsonValue,
   isTidemarkError,
   type JsonValue,
@@ -128,5 +129,102 @@ describe('jsonEqual and cloneJson', () => {
     expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
     expect(Object.hasOwn(copy, '__proto__')).toBe(true);
     expect((copy as { x?: number }).x).toBeUndefined();
+  });
+});
+
+describe('copyJsonValue', () => {
+  /** Every object and array of `value`, to check that a copy shares none of them. */
+  function containers(value: unknown, into = new Set<object>()): Set<object> {
+    if (typeof value === 'object' && value !== null) {
+      into.add(value);
+      for (const child of Object.values(value)) containers(child, into);
+    }
+    return into;
+  }
+
+  /** The value with every object's own keys listed in order, so that key order is compared too. */
+  function shape(value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    if (Array.isArray(value))
+      return ['array', Object.getPrototypeOf(value) === Array.prototype, value.map(shape)];
+    return [
+      'object',
+      Object.getPrototypeOf(value) === Object.prototype,
+      Reflect.ownKeys(value).map((key) => [key, shape((value as Record<string, unknown>)[key as string])]),
+    ];
+  }
+
+  // Keys that an object literal or an assignment treats specially, and integer-like keys, which
+  // objects list before the others whatever the order they were added in.
+  const key = fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', '0', '10', '2', '01', '-1'));
+  const json = fc
+    .letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.oneof(
+          fc.string(),
+          fc.boolean(),
+          fc.constant(null),
+          fc.double({ noNaN: true, noDefaultInfinity: true }),
+        ),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc
+          .array(fc.tuple(key, tie('value')), { maxLength: 5 })
+          .map((entries) =>
+            JSON.parse(`{${entries.map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`).join(',')}}`),
+          ),
+      ),
+    }))
+    .value.filter((value) => !containsNegativeZero(value));
+
+  it('gives what a JSON round trip gives, keys in the same order, sharing nothing (property)', () => {
+    fc.assert(
+      fc.property(json, (value) => {
+        const copy = copyJsonValue(value, 'data');
+        expect(shape(copy)).toEqual(shape(JSON.parse(JSON.stringify(value))));
+        expect(JSON.stringify(copy)).toBe(JSON.stringify(value));
+        const originals = containers(value);
+        for (const part of containers(copy)) expect(originals.has(part)).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('keeps __proto__ an own data key and leaves the prototype alone', () => {
+    const copy = copyJsonValue(JSON.parse('{"__proto__":{"polluted":1},"a":[{"__proto__":null}]}')) as {
+      a: object[];
+    };
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true);
+    expect((copy as { polluted?: number }).polluted).toBeUndefined();
+    expect(Object.hasOwn(copy.a[0]!, '__proto__')).toBe(true);
+    expect(({} as { polluted?: number }).polluted).toBeUndefined();
+  });
+
+  it('copies a value shared at two places twice, as JSON does, and still refuses a cycle', () => {
+    const shared = { n: 1 };
+    const copy = copyJsonValue({ a: shared, b: [shared] }) as { a: object; b: object[] };
+    expect(copy.a).toEqual({ n: 1 });
+    expect(copy.a).not.toBe(copy.b[0]);
+    const cycle: Record<string, unknown> = { x: 1 };
+    cycle.self = { back: cycle };
+    expect(() => copyJsonValue(cycle, 'data')).toThrow('data.self.back: circular reference');
+  });
+
+  it('refuses what assertJsonValue refuses, with the same message', () => {
+    const sparse = [1, 2, 3];
+    delete sparse[1];
+    for (const bad of [{ a: [1, 2n] }, { a: { b: undefined } }, sparse, { d: new Date(0) }, { n: -0 }]) {
+      expect(() => copyJsonValue(bad, 'data')).toThrow(rejection(bad));
+    }
+  });
+
+  it('copies a scalar root as itself, and a value nested to the limit', () => {
+    expect(copyJsonValue('text')).toBe('text');
+    expect(copyJsonValue(null)).toBeNull();
+    let deep: JsonValue = 1;
+    for (let i = 0; i < 200; i++) deep = [deep];
+    expect(JSON.stringify(copyJsonValue(deep, 'data', { maxDepth: 200 }))).toBe(JSON.stringify(deep));
+    expect(() => copyJsonValue([deep], 'data', { maxDepth: 200 })).toThrow('nested deeper than 200 levels');
   });
 });
