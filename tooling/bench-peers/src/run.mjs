@@ -18,7 +18,12 @@ import { emmett, sqliteSaver } from './subjects-peers.mjs';
 import { handSqlite, tidemarkSqlite } from './subjects-sqlite.mjs';
 import { WORKLOADS } from './workloads.mjs';
 
-const SUBJECTS = [tidemarkSqlite, tidemarkJsonl, handSqlite, handJsonl, sqliteSaver, emmett];
+// BENCH_SUBJECTS='tidemark jsonl,hand-written JSONL' runs some subjects only (a peer needs the
+// tidemark store it is compared with).
+const PICKED = process.env.BENCH_SUBJECTS?.split(',');
+const SUBJECTS = [tidemarkSqlite, tidemarkJsonl, handSqlite, handJsonl, sqliteSaver, emmett].filter(
+  (subject) => PICKED === undefined || PICKED.includes(subject.name),
+);
 const ONLY = process.env.BENCH_ONLY?.split(',');
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-peers-'));
 // W4 lists trees seeded with up to 300,000 files and measures warm lists, which read the page
