@@ -198,6 +198,10 @@ describe('copyJsonValue', () => {
     expect(Object.hasOwn(copy, '__proto__')).toBe(true);
     expect((copy as { polluted?: number }).polluted).toBeUndefined();
     expect(Object.hasOwn(copy.a[0]!, '__proto__')).toBe(true);
+    // Writable, enumerable and configurable, as the key JSON.parse defines.
+    expect(Object.getOwnPropertyDescriptor(copy, '__proto__')).toEqual(
+      Object.getOwnPropertyDescriptor(JSON.parse('{"__proto__":{"polluted":1}}'), '__proto__'),
+    );
     expect(({} as { polluted?: number }).polluted).toBeUndefined();
   });
 
@@ -217,6 +221,10 @@ describe('copyJsonValue', () => {
     for (const bad of [{ a: [1, 2n] }, { a: { b: undefined } }, sparse, { d: new Date(0) }, { n: -0 }]) {
       expect(() => copyJsonValue(bad, 'data')).toThrow(rejection(bad));
     }
+  });
+
+  it('names paths from the value itself when given no path', () => {
+    expect(() => copyJsonValue({ a: [1, undefined] })).toThrow(/^a\[1\]: undefined$/);
   });
 
   it('copies a scalar root as itself, and a value nested to the limit', () => {

@@ -61,6 +61,7 @@ describe('resolveStoreOptions', () => {
 
   it('rejects options that are not an object', () => {
     expect(invalidMessage(null)).toContain('options must be an object');
+    expect(invalidMessage('relaxed')).toContain('options must be an object');
   });
 });
 
