@@ -46,13 +46,15 @@ function boundaryTypesOf(value: unknown, where: string): readonly string[] {
   return Object.freeze([...(value as string[])]);
 }
 
-/** The names of the options every backend shares ({@link StoreOptions}). */
-export const SHARED_OPTION_NAMES: readonly string[] = Object.freeze([
-  'durability',
-  'boundaryTypes',
-  'maxEventBytes',
-  'maxDepth',
-]);
+/** The names of the options every backend shares ({@link StoreOptions}); the type keeps it complete. */
+export const SHARED_OPTION_NAMES: readonly string[] = Object.freeze(
+  Object.keys({
+    durability: true,
+    boundaryTypes: true,
+    maxEventBytes: true,
+    maxDepth: true,
+  } satisfies Record<keyof StoreOptions, true>),
+);
 
 /**
  * The option names a backend adds to {@link StoreOptions}, from an object with one key per name:

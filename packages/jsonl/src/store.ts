@@ -52,7 +52,7 @@ export class JsonlStore extends SessionStoreBase {
   protected readonly formatVersion = FORMAT_VERSION;
   private readonly ctx: StoreContext;
 
-  /** @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits). */
+  /** @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits) or an unknown option name. */
   constructor(options: JsonlStoreOptions = {}) {
     super(options, 'openJsonlStore', JSONL_OPTION_NAMES);
     this.ctx = createContext(options, {

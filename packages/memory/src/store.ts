@@ -58,9 +58,6 @@ export class MemoryVolume {
 }
 
 /** A storage step, as {@link MemoryStoreOptions.beforeStorageStep} names it. */
-/** Every name {@link MemoryStoreOptions} adds to the shared options; any other is refused. */
-const MEMORY_OPTION_NAMES = backendOptionNames<MemoryStoreOptions>({ volume: true, beforeStorageStep: true });
-
 export type MemoryStorageStep = 'read' | 'write' | 'list' | 'delete';
 
 /** Options of {@link openMemoryStore}. */
@@ -73,6 +70,9 @@ export interface MemoryStoreOptions extends StoreOptions {
    */
   beforeStorageStep?: (operation: MemoryStorageStep, id?: string) => void;
 }
+
+/** Every name {@link MemoryStoreOptions} adds to the shared options; any other is refused. */
+const MEMORY_OPTION_NAMES = backendOptionNames<MemoryStoreOptions>({ volume: true, beforeStorageStep: true });
 
 const parse = (line: string) => JSON.parse(line) as SessionEvent;
 
