@@ -85,5 +85,8 @@ describe('crash while saving (JSONL, SIGKILL)', () => {
     console.info(
       `${ROUNDS} kills, ${acknowledged} saves; ${inFlightLanded} kills came after a save landed but before its ack`,
     );
-  });
+    // Eight writer processes one after another, each loading Node, the AI SDK and the store: 8-9 s
+    // here, but over the default 30 s once in a CI dry run while the other packages' tests and the
+    // harness had both cores (that run took 21 s only to import this file's modules).
+  }, 120_000);
 });
