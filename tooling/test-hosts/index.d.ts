@@ -1,0 +1,63 @@
+import type { SessionStore } from '@tidemark/core';
+
+/** Connection string of the PostgreSQL test server (TIDEMARK_PG_URL, default the local `test` database). */
+export declare const PG_URL: string;
+
+/** Where a store lives, as plain data that another process can open. */
+export interface StoreAddress {
+  backend: 'jsonl' | 'sqlite' | 'postgres';
+  /** JSONL root, SQLite file, or PostgreSQL connection string. */
+  location: string;
+  /** PostgreSQL schema. */
+  schema?: string;
+  /** Further factory options (durability, …). */
+  options?: Record<string, unknown>;
+}
+
+/** A fresh shared store and how to remove it. */
+export interface SharedStore {
+  address: StoreAddress;
+  cleanup(): Promise<void>;
+}
+
+/** A backend whose store several processes can share. */
+export interface SharedBackend {
+  name: 'jsonl' | 'sqlite' | 'postgres';
+  /** A fresh, empty store of this backend. */
+  create(options?: Record<string, unknown>): Promise<SharedStore>;
+}
+
+/** JSONL and SQLite, and PostgreSQL when its server answers (with CI=true a missing server throws). */
+export declare function sharedBackends(): Promise<SharedBackend[]>;
+/** Opens the store at `address` in this process. */
+export declare function openStoreAt(address: StoreAddress): Promise<SessionStore>;
+/** True when the PostgreSQL test server answers. */
+export declare function postgresAnswers(): Promise<boolean>;
+
+/** A host process with one long-lived adapter object over a shared store. */
+export interface Host {
+  readonly pid: number | undefined;
+  /** Runs `adapterObject[method](...args)` in the host; a TidemarkError keeps its code. */
+  call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
+  /** Calls the object's `close()` if any, closes the store, and waits for the process to end. */
+  close(): Promise<void>;
+  /** Kills the process (SIGKILL by default) and waits for it to end. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Options of {@link startHost}. */
+export interface HostOptions {
+  /** Passed to the host module's default export as its second argument (structured-cloneable). */
+  hostOptions?: unknown;
+}
+
+/**
+ * Starts a host process over the store at `address`. `module` (a path or file URL of an ES module)
+ * default-exports `(store, hostOptions) => adapterObject | Promise<adapterObject>`; its methods
+ * must take and return structured-cloneable values (collect async iterables into arrays).
+ */
+export declare function startHost(
+  address: StoreAddress,
+  module: string | URL,
+  options?: HostOptions,
+): Promise<Host>;

@@ -1,0 +1,2 @@
+export { startHost } from './hosts.js';
+export { openStoreAt, PG_URL, postgresAnswers, sharedBackends } from './stores.js';
