@@ -125,6 +125,43 @@ describe('idle release', () => {
     await store.close();
   });
 
+  it('another instance of this process asking while the release is under way is handed the lock, not CONFLICT', async () => {
+    const root = tempDir();
+    const paths = sessionPaths(root, bucketOf(undefined), 's');
+    let armed = false;
+    let reached!: () => void;
+    const atUnlink = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    let resume!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      resume = resolve;
+    });
+    const fs: FileSystem = {
+      ...nodeFileSystem,
+      async unlink(path) {
+        if (armed && path === paths.lock) {
+          armed = false;
+          reached();
+          await gate; // the idle release stops just before removing its lock
+        }
+        return nodeFileSystem.unlink(path);
+      },
+    };
+    const a = await openJsonlStore({ root, fs, lockIdleMs: 0 });
+    const b = await openJsonlStore({ root });
+    await a.create({ id: 's' });
+    armed = true;
+    await a.append('s', evs(0, 1, true));
+    await atUnlink;
+    const fromB = outcome(b.append('s', evs(1, 1)));
+    await sleep(50);
+    resume();
+    expect(await fromB).toBe('ok');
+    expect((await a.load('s')).events.map((e) => e.seq)).toEqual([0, 1]);
+    await Promise.all([a.close(), b.close()]);
+  });
+
   it('another writer that appended meanwhile: the stale seq is CONFLICT, the next one lands', async () => {
     const root = tempDir();
     const a = await openJsonlStore({ root, lockIdleMs: 20 });
