@@ -202,7 +202,14 @@ async function resumeParked(
 ): Promise<Writer | undefined> {
   const { paths } = parked;
   await assertRealBucket(ctx, paths, id);
-  const lock = await lockSession(ctx, paths, id);
+  let lock: HeldLock | undefined;
+  try {
+    lock = await lockSession(ctx, paths, id);
+  } catch (error) {
+    // Held by another writer: what this one knew stays a hint for its next attempt.
+    if (isTidemarkError(error, 'CONFLICT')) rememberParked(ctx, id, parked);
+    throw error;
+  }
   let handle: FileHandlePort | undefined;
   try {
     handle = await ioOrAbsent(`opening ${paths.log}`, id, () => ctx.fs.open(paths.log, ctx.logFlags));
@@ -219,7 +226,7 @@ async function resumeParked(
         size: parked.size,
         nextSeq: parked.nextSeq,
         // An update by another writer meanwhile moved updatedAt: appends record a later time.
-        lastAtMs: Math.max(parked.lastAtMs, Date.parse(sidecar.summary.updatedAt)),
+        lastAtMs: Math.max(parked.lastAtMs, Date.parse(sidecar.summary.updatedAt) || 0),
         sidecarSize: sidecar.logSize,
         unsynced: false,
         repaired: parked.repaired,
@@ -232,7 +239,7 @@ async function resumeParked(
     }
   } catch (error) {
     if (handle !== undefined) await quietly(() => handle!.close());
-    if (lock !== undefined) await quietly(() => lock.release());
+    if (lock !== undefined) await quietly(() => lock!.release());
     throw error;
   }
   if (handle !== undefined) await quietly(() => handle!.close());

@@ -1,7 +1,8 @@
 // A writer idle for `lockIdleMs` releases its session's lock (other processes may then write), and
 // taking it again never trusts what the writer remembered: the log is checked first. The
 // cross-process behaviour is in idle-processes.test.ts; this file drives one process.
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { type FileHandlePort, type FileSystem, isTidemarkError, nodeFileSystem } from '@tidemark/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { bucketOf, encodeBatch, openJsonlStore, sessionPaths } from '../src/index.js';
@@ -119,6 +120,11 @@ describe('idle release', () => {
     const size = statSync(paths.log).size;
     expect(size).toBeGreaterThan(1_000_000);
     await until(() => !existsSync(paths.lock), 'the idle release');
+    // Another live process holds the lock for a while (and writes nothing): CONFLICT, and what the
+    // writer knew is still used once the lock is free again.
+    writeFileSync(paths.lock, JSON.stringify({ pid: 1, host: hostname(), token: 'other' }));
+    expect(await outcome(store.append('s', evs(100, 1)))).toBe('CONFLICT');
+    unlinkSync(paths.lock);
     logBytesRead = 0;
     expect(await store.append('s', evs(100, 1))).toEqual({ nextSeq: 101 });
     expect(logBytesRead).toBeLessThanOrEqual(128);
