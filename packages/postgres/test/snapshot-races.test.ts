@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore, type PostgresStep } from '../src/index.js';
+import { LOCK_ATTEMPTS } from '../src/snapshot.js';
 import { answerOf, batchAt, RACE_ANSWERS, RACERS, type Racer, WRITES, type Write } from './race-ops.js';
 import { adminPool, dropSchemas, endAdmin, PG_URL, schemaName, serverAvailable } from './server.js';
 
@@ -142,6 +143,39 @@ describe.skipIf(!available)(
       await b.close();
       wrong.push(...(await damaged(schema)));
       expect(wrong).toEqual([]);
+    });
+
+    it('a row that vanishes before every locking read and is back at every look: retryable CONFLICT', async () => {
+      const [, , schema] = schemas as [string, string, string];
+      const a = await openPostgresStore({ connectionString: PG_URL, schema, poolSize: 2 });
+      const id = 'flicker';
+      let statement = 0;
+      let flicker = false;
+      const b = await openPostgresStore({
+        connectionString: PG_URL,
+        schema,
+        beforeStatement: async (step: PostgresStep) => {
+          if (step === 'BEGIN') statement = 0;
+          else if (flicker && step === 'SELECT sessions') {
+            // Odd: the locking read, which must find nothing; even: the look, which must find it.
+            if (++statement % 2 === 1) await a.delete(id);
+            else {
+              await a.create({ id });
+              await a.append(id, batchAt(0, 'a'));
+            }
+          }
+        },
+      });
+      await a.create({ id });
+      await a.append(id, batchAt(0, 'a'));
+      flicker = true;
+      const error = await b.update(id, { title: 'never' }).catch((e: unknown) => e);
+      flicker = false;
+      expect(error).toMatchObject({ code: 'CONFLICT', retryable: true });
+      expect(statement).toBe(2 * LOCK_ATTEMPTS);
+      expect((await b.load(id)).summary.title).toBeUndefined();
+      await a.close();
+      await b.close();
     });
 
     it('two stores, each with its own pool: success, CONFLICT or NOT_FOUND, never CORRUPT; nothing damaged', async () => {
