@@ -100,7 +100,7 @@ export function versionOf(chat: FoldedChat): string {
   return `${chat.messagesSeq}.${chat.incarnation}`;
 }
 
-/** Snapshot when the messages written since the last one are as many as the chat holds. */
+/** Snapshot when the messages written since the last one are half as many as the chat holds. */
 const SNAPSHOT_MIN_MESSAGES = 32;
 /** ... or when this many events follow it (active-stream changes write no message). */
 const SNAPSHOT_MAX_EVENTS = 512;
@@ -108,12 +108,12 @@ const SNAPSHOT_MAX_EVENTS = 512;
 /**
  * Whether the batch that leaves `chat` (the state after it) should end with a snapshot. The rule
  * keeps a cold read proportional to the chat, not to its history: what follows a snapshot is at
- * most about as large as the snapshot, and snapshots of a growing chat cost at most about twice
- * its final size in all.
+ * most about half as many messages as the chat holds, and the snapshots of a chat that grows
+ * (each at least 1.5 times the one before) hold about three times its final size in all.
  */
 export function wantsSnapshot(chat: FoldedChat): boolean {
   const { messages, events } = chat.sinceBase;
-  return messages >= Math.max(SNAPSHOT_MIN_MESSAGES, chat.order.length) || events >= SNAPSHOT_MAX_EVENTS;
+  return messages >= Math.max(SNAPSHOT_MIN_MESSAGES, chat.order.length / 2) || events >= SNAPSHOT_MAX_EVENTS;
 }
 
 /** Data of a save event. */

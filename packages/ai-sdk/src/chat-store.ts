@@ -241,11 +241,7 @@ export class ChatStore<UI_MESSAGE extends UIMessage = UIMessage> {
     const chatId = init.id ?? generateId();
     const sessionId = sessionIdOfChat(chatId);
     return this.queue.run(sessionId, async () => {
-      await this.store.create({
-        id: sessionId,
-        ...(this.cwd !== undefined && { cwd: this.cwd }),
-        ...(init.title !== undefined && { title: init.title }),
-      });
+      await this.reserve(sessionId, init.title);
       try {
         await this.store.append(
           sessionId,
@@ -478,9 +474,13 @@ export class ChatStore<UI_MESSAGE extends UIMessage = UIMessage> {
   }
 
   /** Reserves the session of a chat's first batch. */
-  private async reserve(sessionId: string): Promise<void> {
+  private async reserve(sessionId: string, title?: string): Promise<void> {
     try {
-      await this.store.create({ id: sessionId, ...(this.cwd !== undefined && { cwd: this.cwd }) });
+      await this.store.create({
+        id: sessionId,
+        ...(this.cwd !== undefined && { cwd: this.cwd }),
+        ...(title !== undefined && { title }),
+      });
     } catch (error) {
       // Reserved here by an attempt that failed, or written by another writer meanwhile: the
       // append at seq 0 decides (it lands, or is CONFLICT and the chat is read again).
