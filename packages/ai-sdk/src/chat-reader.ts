@@ -4,7 +4,7 @@
  * kept between calls: every read asks the store, so another host's append, delete or rewrite is
  * seen at once.
  */
-import { isTidemarkError, type ReadRange, type SessionEvent, type SessionStore } from '@tidemark/core';
+import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
 import { type FoldedChat, foldChat, isFoldStart, pointerIn } from './chat-log.js';
 
 /** Events read from the end: the longest batch this adapter writes, and room for a few others. */
@@ -18,16 +18,9 @@ async function collect(events: AsyncIterable<SessionEvent>): Promise<SessionEven
   return out;
 }
 
-/** The last `n` events of a session, in seq order. */
-async function readLast(store: SessionStore, sessionId: string, n: number): Promise<SessionEvent[]> {
-  // `last` is the core's read from the end (one indexed lookup); slice in case a store reads all.
-  const events = await collect(store.read(sessionId, { last: n } as unknown as ReadRange));
-  return events.length > n ? events.slice(-n) : events;
-}
-
 async function readChatOrThrow(store: SessionStore, sessionId: string, chatId: string): Promise<FoldedChat> {
   for (let attempt = 0; attempt < POINTER_ATTEMPTS; attempt++) {
-    const tail = await readLast(store, sessionId, TAIL_EVENTS);
+    const tail = await collect(store.read(sessionId, { last: TAIL_EVENTS }));
     const base = pointerIn(tail);
     if (base === undefined) break;
     const first = tail[0];

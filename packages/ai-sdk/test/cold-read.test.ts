@@ -113,7 +113,12 @@ describe.each(BACKENDS)('a cold load on $name', (kind) => {
     const chatId = 'old-chat';
     const sessionId = sessionIdOfChat(chatId);
     const time = new Date().toISOString();
-    const old = (seq: number, type: string, data: SessionEvent['data']) => ({ seq, type, time, data });
+    const old = (seq: number, type: string, data: unknown) => ({
+      seq,
+      type,
+      time,
+      data: data as SessionEvent['data'],
+    });
     // The format-1 log as the adapter wrote it before: no incarnation, no base pointers.
     await store.create({ id: sessionId });
     await store.append(sessionId, [
