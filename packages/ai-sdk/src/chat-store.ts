@@ -305,7 +305,17 @@ export class ChatStore<UI_MESSAGE extends UIMessage = UIMessage> {
    */
   async deleteChat(chatId: string): Promise<void> {
     const sessionId = sessionIdOfChat(chatId);
-    await this.queue.run(sessionId, () => this.store.delete(sessionId));
+    await this.queue.run(sessionId, async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.store.delete(sessionId);
+        } catch (error) {
+          // Another writer holds the chat right now (a JSONL lock): as a save would, wait and retry.
+          if (!isTidemarkError(error, 'CONFLICT')) throw error;
+          await this.afterLostRace(chatId, sessionId, attempt, error);
+        }
+      }
+    });
   }
 
   private async validated(
@@ -454,23 +464,35 @@ export class ChatStore<UI_MESSAGE extends UIMessage = UIMessage> {
           return result;
         } catch (error) {
           if (!isTidemarkError(error, 'CONFLICT')) throw error;
-          if (attempt >= this.maxAttempts) {
-            throw new TidemarkError(
-              'CONFLICT',
-              `chat ${JSON.stringify(chatId)}: lost ${attempt} races to other writers`,
-              {
-                sessionId,
-                cause: error,
-                retryable: true,
-              },
-            );
-          }
-          // A jittered pause, so writers that keep meeting each other (or a JSONL lock another
-          // instance is handing over) spread out instead of colliding in step.
-          await sleep(Math.random() * Math.min(100, 2 ** attempt));
+          await this.afterLostRace(chatId, sessionId, attempt, error);
         }
       }
     });
+  }
+
+  /**
+   * After the `attempt`th race lost to another writer: CONFLICT once `maxAttempts` are spent,
+   * else a jittered pause, so writers that keep meeting each other (or a JSONL lock another
+   * instance or process is handing over) spread out instead of colliding in step.
+   */
+  private async afterLostRace(
+    chatId: string,
+    sessionId: string,
+    attempt: number,
+    cause: unknown,
+  ): Promise<void> {
+    if (attempt >= this.maxAttempts) {
+      throw new TidemarkError(
+        'CONFLICT',
+        `chat ${JSON.stringify(chatId)}: lost ${attempt} races to other writers`,
+        {
+          sessionId,
+          cause,
+          retryable: true,
+        },
+      );
+    }
+    await sleep(Math.random() * Math.min(100, 2 ** attempt));
   }
 
   /** Reserves the session of a chat's first batch. */
