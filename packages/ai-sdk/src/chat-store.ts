@@ -1,7 +1,6 @@
 import {
   generateId,
   isTidemarkError,
-  jsonEqual,
   KeyedQueue,
   nowIso,
   type SessionStore,
@@ -11,7 +10,8 @@ import { type UIMessage, validateUIMessages } from 'ai';
 import { describe, sessionIdOfChat } from './chat-ids.js';
 import { batchOf, type ChatEnd, emptyChat, type FoldedChat, type Operation, versionOf } from './chat-log.js';
 import { readChat } from './chat-reader.js';
-import { diffMessages, type StoredMessage, toStoredMessages } from './messages.js';
+import { diffMessages, toStoredMessages } from './messages.js';
+import { checkExpectation, checkStreamId, checkUnchangedSince, type Expectation } from './save-rules.js';
 
 /** The schemas `validateUIMessages` takes (everything but the messages). */
 export type ChatValidation<UI_MESSAGE extends UIMessage> = Omit<
@@ -117,73 +117,6 @@ export interface OnEndOptions {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Checks a stream id argument of the active-stream methods. */
-function checkStreamId(value: unknown, name: string): asserts value is string | null {
-  if (value === null || (typeof value === 'string' && value !== '' && value.length <= 1024)) return;
-  throw new TidemarkError(
-    'INVALID',
-    `${name}: expected null or a stream id (1 to 1024 characters), got ${describe(value)}`,
-  );
-}
-
-/** What a save expects of the chat it changes. */
-type Expectation = { version: string } | { prefix: true } | { replace: true };
-
-function checkExpectation(args: { version?: unknown; replace?: unknown }, name: string): Expectation {
-  const { version, replace } = args;
-  if (replace !== undefined && typeof replace !== 'boolean')
-    throw new TidemarkError('INVALID', `${name}.replace: expected a boolean, got ${describe(replace)}`);
-  if (replace === true) return { replace: true };
-  if (version === undefined) return { prefix: true };
-  if (typeof version !== 'string' || version === '')
-    throw new TidemarkError(
-      'INVALID',
-      `${name}.version: expected a version string, got ${describe(version)}`,
-    );
-  return { version };
-}
-
-/**
- * Refuses a save built from a chat that changed since: the compare-and-set of saves.
- * @throws TidemarkError CONFLICT (retryable) naming what changed.
- */
-function checkUnchangedSince(
-  chat: FoldedChat,
-  stored: boolean,
-  wanted: readonly StoredMessage[],
-  expectation: Expectation,
-): void {
-  const refuse = (why: string) =>
-    new TidemarkError(
-      'CONFLICT',
-      `chat ${JSON.stringify(chat.chatId)}: ${why}; it changed since the list was loaded. ` +
-        'Load it again, apply the change to what it holds now, and save that ' +
-        '(or pass replace: true to overwrite it)',
-      { sessionId: chat.sessionId, retryable: true },
-    );
-  if ('replace' in expectation) return;
-  if ('version' in expectation) {
-    if (!stored) throw refuse(`the chat no longer exists (the save expected version ${expectation.version})`);
-    if (versionOf(chat) !== expectation.version)
-      throw refuse(`its messages are at version ${versionOf(chat)}, not ${expectation.version}`);
-    return;
-  }
-  for (const [i, id] of chat.order.entries()) {
-    const message = wanted[i];
-    if (
-      message === undefined ||
-      message.id !== id ||
-      !jsonEqual(message, chat.byId.get(id) as StoredMessage)
-    ) {
-      throw refuse(
-        `it holds ${chat.order.length} messages and the saved list does not start with them ` +
-          `(message ${i}, ${JSON.stringify(id)}, is ${message === undefined ? 'missing' : message.id !== id ? `${JSON.stringify(message.id)} in the list` : 'different in the list'}); ` +
-          'a save that changes stored messages (a regenerate, an edit) passes the version it loaded',
-      );
-    }
-  }
-}
 
 function checkEndEvent(event: unknown): ChatEndEvent {
   if (typeof event !== 'object' || event === null)
