@@ -4,16 +4,18 @@
 // in 2,000 saves. Measured on SQLite and JSONL (BENCH_BACKENDS): the first loadChat of a new
 // process (median of BENCH_COLD runs, default 5; store opened before timing, and with the open),
 // and a warm loadChat in the writer's process (median of 20). Results go to stdout.
+// With BENCH_BEFORE=<path of another build's index.js> (an earlier version of this package), the
+// cold loads of that build run on the same file too, alternating with this one's, so that both
+// meet the same machine load.
 //
 //   pnpm --filter '@tidemark/ai-sdk...' build && node packages/ai-sdk/bench/cold-load.mjs
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openSqliteStore } from '@tidemark/sqlite';
-import { createChatStore } from '../dist/index.js';
 
 const TURNS = Number(process.env.BENCH_TURNS ?? 1000);
 const COLD = Number(process.env.BENCH_COLD ?? 5);
@@ -33,8 +35,9 @@ const text = (role, i) => `${role} ${i}: ${'lorem ipsum dolor sit amet '.repeat(
 const message = (role, i) => ({ id: `${role[0]}${i}`, role, parts: [{ type: 'text', text: text(role, i) }] });
 
 if (process.argv[2] === '--child') {
-  // One cold load: [backend, location] → prints { open, load } in ms.
-  const [, , , backend, location] = process.argv;
+  // One cold load: [backend, location, module] → prints { open, load } in ms.
+  const [, , , backend, location, module] = process.argv;
+  const { createChatStore } = await import(module);
   const t0 = now();
   const store = await open(backend, location);
   const t1 = now();
@@ -45,6 +48,9 @@ if (process.argv[2] === '--child') {
   process.stdout.write(JSON.stringify({ open: t1 - t0, load: t2 - t1 }));
 } else {
   const script = fileURLToPath(import.meta.url);
+  const current = new URL('../dist/index.js', import.meta.url).href;
+  const before = process.env.BENCH_BEFORE && pathToFileURL(process.env.BENCH_BEFORE).href;
+  const { createChatStore } = await import(current);
   for (const backend of BACKENDS) {
     const dir = mkdtempSync(join(tmpdir(), 'tidemark-ai-sdk-bench-'));
     const location = backend === 'sqlite' ? join(dir, 'chats.db') : dir;
@@ -67,14 +73,27 @@ if (process.argv[2] === '--child') {
         warm.push(now() - t);
       }
       await store.close();
+      const coldLoad = (module) =>
+        JSON.parse(
+          String(
+            execFileSync(process.execPath, [script, '--child', backend, location, module], {
+              env: { ...process.env, BENCH_TURNS: String(TURNS) },
+            }),
+          ),
+        );
       const cold = [];
+      const coldBefore = [];
       for (let i = 0; i < COLD; i++) {
-        const out = execFileSync(process.execPath, [script, '--child', backend, location], {
-          env: { ...process.env, BENCH_TURNS: String(TURNS) },
-        });
-        cold.push(JSON.parse(String(out)));
+        cold.push(coldLoad(current));
+        if (before) coldBefore.push(coldLoad(before));
       }
       const fmt = (ms) => `${ms.toFixed(1)} ms`;
+      if (before) {
+        console.log(
+          `${backend}: the build at BENCH_BEFORE, cold loadChat of the same file ${fmt(median(coldBefore.map((c) => c.load)))} ` +
+            `(runs ${coldBefore.map((c) => c.load.toFixed(1)).join(', ')})`,
+        );
+      }
       console.log(
         `${backend}: ${2 * TURNS} messages in ${2 * TURNS} saves (written in ${(write / 1000).toFixed(1)} s); ` +
           `cold loadChat ${fmt(median(cold.map((c) => c.load)))} ` +
