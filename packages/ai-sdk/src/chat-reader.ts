@@ -24,10 +24,14 @@ async function readChatOrThrow(store: SessionStore, sessionId: string, chatId: s
     const base = pointerIn(tail);
     if (base === undefined) break;
     const first = tail[0];
+    const lastSeq = tail[tail.length - 1]?.seq ?? base;
+    // As a count from the end too (`last`), so a store that reads from the end (JSONL) need not
+    // read the log from its start; if the chat grew meanwhile the window starts after `base`,
+    // which the check below sends round again.
     const events =
       first !== undefined && base >= first.seq
         ? tail.filter((event) => event.seq >= base)
-        : await collect(store.read(sessionId, { fromSeq: base }));
+        : await collect(store.read(sessionId, { fromSeq: base, last: lastSeq - base + 1 }));
     // Another host deleted and rewrote the chat between the two reads: read again.
     if (events[0]?.seq !== base || !isFoldStart(events[0])) continue;
     return foldChat(sessionId, chatId, events);
