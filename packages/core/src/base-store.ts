@@ -6,6 +6,7 @@ import type { PreparedEvent, SessionEvent } from './event.js';
 import { prepareBatch } from './event.js';
 import { assertValidId, generateId } from './ids.js';
 import { KeyedQueue } from './keyed-queue.js';
+import { lastEvents } from './last-events.js';
 import type {
   MaintainedStore,
   MaintenanceProblem,
@@ -97,6 +98,17 @@ export abstract class SessionStoreBase implements MaintainedStore {
   protected abstract storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession>;
   /** Events `fromSeq..toSeq` of a stored session in order; NOT_FOUND when it is not stored. */
   protected abstract storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent>;
+  /**
+   * The last `last` events of `fromSeq..toSeq` in order, found without reading from the log's
+   * start; NOT_FOUND when it is not stored. Optional: without it, `read({ last })` streams the
+   * range through {@link SessionStoreBase.storageRead} and keeps the last events.
+   */
+  protected storageReadLast?(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent>;
   /** One page of stored sessions (see `pageOf`, `pageFromRows`). */
   protected abstract storageList(query: ValidListQuery): Promise<SessionPage>;
   /** Applies a patch to a stored session; undefined when `id` is not stored. */
@@ -187,8 +199,14 @@ export abstract class SessionStoreBase implements MaintainedStore {
       async *[Symbol.asyncIterator]() {
         self.assertOpen();
         assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        for await (const event of self.storageRead(id, fromSeq, toSeq)) {
+        const { fromSeq, toSeq, last } = validateRange(range);
+        const events =
+          last === undefined
+            ? self.storageRead(id, fromSeq, toSeq)
+            : self.storageReadLast !== undefined
+              ? self.storageReadLast(id, fromSeq, toSeq, last)
+              : lastEvents(self.storageRead(id, fromSeq, toSeq), last);
+        for await (const event of events) {
           self.assertOpen();
           yield event;
         }
