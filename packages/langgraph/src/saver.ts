@@ -39,6 +39,7 @@ import {
   materializeTuple,
   ValueMemo,
 } from './tuples.js';
+import { sameSerialized } from './values.js';
 
 /** Options of {@link TidemarkSaver}. */
 export interface TidemarkSaverOptions {
@@ -81,14 +82,29 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     const ns = namespaceOf(config);
     const id = getCheckpointId(config);
     const sessionId = sessionIdOfThread(threadId);
-    const gathered = await this.log.read(threadId, sessionId, (state) => {
+    const pick = (state: ThreadState) => {
       const record = id ? state.checkpoint(ns, id) : state.latest(ns);
       // Marked inside the thread's queue, in the order of the reads and writes it answers.
       if (id) this.handouts.mark(sessionId, ns, id, 'explicit');
       else this.handouts.mark(sessionId, ns, record?.id ?? NO_CHECKPOINT, 'latest');
       return record === undefined ? undefined : gatherTuple(state, threadId, ns, record);
+    };
+    if (id) {
+      const gathered = await this.log.read(threadId, sessionId, pick);
+      return gathered === undefined ? undefined : this.materialize(gathered);
+    }
+    const latest = await this.log.readLatest(threadId, sessionId, ns, async (state, cold) => {
+      const gathered = pick(state);
+      return { gathered, cold };
     });
-    return gathered === undefined ? undefined : this.materialize(gathered);
+    if (latest.gathered === undefined) return undefined;
+    const tuple = await this.materialize(latest.gathered);
+    // A checkpoint older than format 4 takes its parent's pending sends, which a cold read leaves out.
+    if (latest.cold && tuple.checkpoint.v < 4 && tuple.parentConfig !== undefined) {
+      const gathered = await this.log.read(threadId, sessionId, pick);
+      return gathered === undefined ? undefined : this.materialize(gathered);
+    }
+    return tuple;
   }
 
   /**
@@ -405,13 +421,12 @@ function plainVersions(versions: ChannelVersions): Record<string, Version> {
 }
 
 function sameCheckpoint(a: CheckpointRecord, b: CheckpointRecord): boolean {
-  const same =
-    a.parent === b.parent && a.cp.b === b.cp.b && a.md.b === b.md.b && a.cp.t === b.cp.t && a.md.t === b.md.t;
+  const same = a.parent === b.parent && sameSerialized(a.cp, b.cp) && sameSerialized(a.md, b.md);
   return same && JSON.stringify(a.refs ?? {}) === JSON.stringify(b.refs ?? {});
 }
 
 function sameValue(a: BlobRecord, b: BlobRecord): boolean {
-  return a.value?.t === b.value?.t && a.value?.b === b.value?.b;
+  return sameSerialized(a.value, b.value);
 }
 
 /**

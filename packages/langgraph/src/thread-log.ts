@@ -12,7 +12,10 @@ import {
   type SessionStore,
   TidemarkError,
 } from '@tidemark/core';
+import { indexBatch } from './batch-index.js';
+import { readLatestCold } from './cold-read.js';
 import { parseRecord, recordData, type ThreadRecord } from './records.js';
+import { isHashedSessionId } from './thread-ids.js';
 import { ThreadState } from './thread-state.js';
 
 /** A thread as this saver last saw it. */
@@ -56,6 +59,29 @@ export class ThreadLog {
   }
 
   /**
+   * Runs `fn` on a state holding at least the latest checkpoint of `ns` and what its tuple needs.
+   * A thread this saver holds is brought up to date as by {@link read}; one it does not hold is
+   * read through the pointers of its last batch without folding it (`cold` is then true), or
+   * folded when its log has none.
+   */
+  readLatest<T>(
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
+  ): Promise<T> {
+    return this.queue.run(sessionId, async () => {
+      const cached = this.cache.get(sessionId);
+      if (cached === undefined && !isHashedSessionId(sessionId)) {
+        const cold = await readLatestCold(this.store, sessionId, ns);
+        if (cold !== undefined) return fn(cold.kind === 'found' ? cold.state : new ThreadState(), true);
+      }
+      const { entry } = await this.sync(threadId, sessionId, cached);
+      return fn(entry.state, false);
+    });
+  }
+
+  /**
    * Appends the records `build` derives from the thread's state as one batch (nothing when it
    * returns none). The call takes its place in the thread's queue at once, so calls run in the
    * order they were made; `ready` (the caller's serialization) is awaited in that place.
@@ -83,7 +109,8 @@ export class ThreadLog {
         if (records.length === 0) return;
         const batch = randomUUID();
         try {
-          await this.append(threadId, sessionId, entry, [...records, { kind: 'boundary', batch }]);
+          const indexed = indexBatch(entry.state, [...records, { kind: 'boundary', batch }], entry.nextSeq);
+          await this.append(threadId, sessionId, entry, indexed);
           return;
         } catch (error) {
           if (!isTidemarkError(error, 'CONFLICT') && !isTidemarkError(error, 'NOT_FOUND')) {
@@ -128,7 +155,7 @@ export class ThreadLog {
       data: recordData(record),
     }));
     const { nextSeq } = await this.store.append(sessionId, events);
-    for (const record of records) entry.state.apply(record);
+    for (const [i, record] of records.entries()) entry.state.apply(record, events[i]!.seq);
     const last = events[events.length - 1]!;
     entry.nextSeq = nextSeq;
     entry.last = { seq: last.seq, print: fingerprint(last) };
@@ -214,7 +241,7 @@ export class ThreadLog {
           );
         }
         const record = parseRecord(sessionId, event);
-        if (record !== undefined) entry.state.apply(record);
+        if (record !== undefined) entry.state.apply(record, event.seq);
         entry.nextSeq = event.seq + 1;
         folded = event;
       }
