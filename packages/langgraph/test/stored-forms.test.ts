@@ -62,7 +62,10 @@ describe('stored value forms', () => {
 
   it('read a thread whose values are all in base64 (the earlier form) as the same states', async () => {
     const store = await openMemoryStore();
-    await buildGraph(new TidemarkSaver(store)).invoke({}, { configurable: { thread_id: 't' }, recursionLimit: 100 });
+    await buildGraph(new TidemarkSaver(store)).invoke(
+      {},
+      { configurable: { thread_id: 't' }, recursionLimit: 100 },
+    );
     const id = sessionIdOfThread('t');
     const { events, summary } = await store.load(id);
     const old = await openMemoryStore();
