@@ -21,38 +21,73 @@ export async function readLatestCold(
   sessionId: string,
   ns: string,
 ): Promise<ColdLatest | undefined> {
-  const last = await lastEvent(store, sessionId);
-  if (last === null) return { kind: 'absent' };
+  // The newest events in one lookup: the last batch's boundary, and mostly the latest checkpoint,
+  // the channel values put with it, and its pending writes too.
+  const window = await lastEvents(store, sessionId, WINDOW);
+  if (window === null) return { kind: 'absent' };
+  const last = window[window.length - 1];
   if (last === undefined) return undefined;
   const tail = parseRecord(sessionId, last);
   if (tail?.kind !== 'boundary' || tail.latest === undefined) return undefined;
   const at = tail.latest[ns];
   if (at === undefined) return undefined;
   if (at < 0) return { kind: 'absent' };
-  // The checkpoint and every event after it (its later pending writes), up to the last one seen.
-  const after = await readRange(store, sessionId, at, last.seq);
-  const head = after?.[0];
-  const checkpoint = head === undefined ? undefined : parseRecord(sessionId, head);
+  let after = window.filter((event) => event.seq >= at);
+  if (window[0]!.seq > at) {
+    // The checkpoint is further back: read from it up to the window, then make sure the log is
+    // still the one whose last event named it (not deleted and rewritten meanwhile).
+    const between = await readRange(store, sessionId, at, window[0]!.seq - 1);
+    if (between === undefined || !(await stillLast(store, sessionId, last))) return undefined;
+    after = [...between, ...after];
+  }
+  const head = after[0];
+  const checkpoint = head?.seq === at ? parseRecord(sessionId, head) : undefined;
   if (
     checkpoint?.kind !== 'checkpoint' ||
     checkpoint.checkpoint.ns !== ns ||
     checkpoint.checkpoint.at === undefined
   )
     return undefined;
-  // The log must still be the one whose last event named it (not deleted and rewritten meanwhile).
-  const seen = after?.[after.length - 1];
-  if (seen === undefined || seen.seq !== last.seq || seen.time !== last.time || seen.type !== last.type)
-    return undefined;
-  const pointed = [...Object.values(checkpoint.checkpoint.at), ...(checkpoint.checkpoint.wat ?? [])];
-  const before = await readSeqs(store, sessionId, pointed);
-  if (before === undefined) return undefined;
+  const record = checkpoint.checkpoint;
+  const valueAt = record.at ?? {};
+  const inHand = new Map(window.map((event) => [event.seq, event]));
+  const pointed = [...Object.values(valueAt), ...(record.wat ?? [])];
+  const fetched = await readSeqs(
+    store,
+    sessionId,
+    pointed.filter((seq) => !inHand.has(seq)),
+  );
+  if (fetched === undefined) return undefined;
+  const before = [
+    ...fetched,
+    ...pointed.flatMap((seq) => (seq < at && inHand.has(seq) ? [inHand.get(seq)!] : [])),
+  ];
   const state = new ThreadState();
-  for (const event of [...before, ...after!]) {
-    const record = parseRecord(sessionId, event);
-    if (record === undefined || !belongs(record, ns, checkpoint.checkpoint.id, event.seq === at)) continue;
-    state.apply(record, event.seq);
+  for (const event of [...before.sort((a, b) => a.seq - b.seq), ...after]) {
+    const parsed = parseRecord(sessionId, event);
+    if (parsed === undefined || !belongs(parsed, ns, record.id, event.seq === at)) continue;
+    state.apply(parsed, event.seq);
+  }
+  // Each pointed value must be the one the checkpoint names (a log rewritten between the lookups
+  // would point elsewhere): else fold.
+  for (const [ch, seq] of Object.entries(valueAt)) {
+    const blob = state.channelBlob(ns, record, ch);
+    if (blob === undefined || state.seqOf(blob) !== seq) return undefined;
   }
   return { kind: 'found', state, last };
+}
+
+/** Newest events read in the first lookup: a step's batches (values, checkpoint, writes) fit. */
+const WINDOW = 24;
+
+/** True when the log's last event is still `last`. */
+async function stillLast(store: SessionStore, sessionId: string, last: SessionEvent): Promise<boolean> {
+  const now = await lastEvent(store, sessionId);
+  return now?.seq === last.seq && now.time === last.time && now.type === last.type && sameData(now, last);
+}
+
+function sameData(a: SessionEvent, b: SessionEvent): boolean {
+  return JSON.stringify(a.data) === JSON.stringify(b.data);
 }
 
 /** The records a tuple of checkpoint `id` needs: its channel values, itself, and its pending writes. */
@@ -109,8 +144,23 @@ async function readRange(
   return events;
 }
 
+/** The last `n` events of the log, `null` when the session does not exist. */
+async function lastEvents(store: SessionStore, sessionId: string, n: number): Promise<SessionEvent[] | null> {
+  const events: SessionEvent[] = [];
+  try {
+    for await (const event of store.read(sessionId, { last: n })) events.push(event);
+  } catch (error) {
+    if (isTidemarkError(error, 'NOT_FOUND')) return null;
+    throw error;
+  }
+  return events;
+}
+
 /** The log's last event (one indexed lookup on SQLite and PostgreSQL), `null` when the session does not exist. */
-async function lastEvent(store: SessionStore, sessionId: string): Promise<SessionEvent | null | undefined> {
+export async function lastEvent(
+  store: SessionStore,
+  sessionId: string,
+): Promise<SessionEvent | null | undefined> {
   let last: SessionEvent | undefined;
   try {
     for await (const event of store.read(sessionId, { last: 1 })) last = event;

@@ -13,7 +13,7 @@ import {
   TidemarkError,
 } from '@tidemark/core';
 import { indexBatch } from './batch-index.js';
-import { readLatestCold } from './cold-read.js';
+import { lastEvent, readLatestCold } from './cold-read.js';
 import { parseRecord, recordData, type ThreadRecord } from './records.js';
 import { isHashedSessionId } from './thread-ids.js';
 import { ThreadState } from './thread-state.js';
@@ -182,7 +182,15 @@ export class ThreadLog {
     cached: CachedThread | undefined,
   ): Promise<SyncResult> {
     if (cached?.last !== undefined) {
-      const tail = await this.readFrom(sessionId, cached.last.seq);
+      // One lookup of the last event (from the end of the file on JSONL) usually settles it: the
+      // same event as the last one folded means the same log, and nothing after it.
+      const newest = await lastEvent(this.store, sessionId);
+      if (newest?.seq === cached.last.seq && fingerprint(newest) === cached.last.print) {
+        this.remember(sessionId, cached);
+        return { entry: cached, replaced: false };
+      }
+      const tail =
+        newest && newest.seq > cached.last.seq ? await this.readFrom(sessionId, cached.last.seq) : undefined;
       const first = tail?.[0];
       if (first !== undefined && fingerprint(first) === cached.last.print) {
         this.foldInto(sessionId, cached, tail!.slice(1));
