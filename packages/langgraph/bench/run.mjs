@@ -19,6 +19,13 @@
 // raised to FULL; JSONL: appends not fdatasynced one by one). Goals: bytes on disk >= 10x smaller
 // than SqliteSaver, list >= 2x faster (warm and cold). Exit status 1 when a goal fails. Results go
 // to stdout and <repo>/bench-results/langgraph.json.
+//
+// Once per saver and run (outside the rounds): a new saver's getTuple of the latest checkpoint of
+// a BENCH_LONG_CHECKPOINTS thread (default 10,000; store opened before timing), against the same
+// on the CHECKPOINTS thread (goal <= 1.5x); and the bytes on disk of a graph whose list channel
+// grows by one entry every step for BENCH_GROW_CHECKPOINTS checkpoints (goal <= SqliteSaver's).
+// The cold getTuple of the CHECKPOINTS thread is reported with the store opened before timing
+// (goal <= 2x SqliteSaver's) and with the open.
 
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,6 +45,8 @@ const GET_CALLS = size('BENCH_GET_CALLS', 200);
 const WARM_LISTS = 3;
 const COLD_CALLS = size('BENCH_COLD_CALLS', 3);
 const THREAD = 'bench-thread';
+const LONG_CHECKPOINTS = size('BENCH_LONG_CHECKPOINTS', 10_000);
+const GROW_CHECKPOINTS = size('BENCH_GROW_CHECKPOINTS', 1000);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-langgraph-bench-'));
@@ -57,14 +66,65 @@ const State = Annotation.Root({
 // per `step` super-step.
 const STEP_RUNS = CHECKPOINTS - 3;
 
-function buildGraph(checkpointer) {
+function buildGraph(checkpointer, checkpoints = CHECKPOINTS) {
+  const stepRuns = checkpoints - 3;
   return new StateGraph(State)
     .addNode('init', () => ({ big: 'x'.repeat(BIG_BYTES), n: 0 }))
     .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
     .addEdge(START, 'init')
     .addEdge('init', 'step')
-    .addConditionalEdges('step', (s) => (s.n < STEP_RUNS ? 'step' : END))
+    .addConditionalEdges('step', (s) => (s.n < stepRuns ? 'step' : END))
     .compile({ checkpointer });
+}
+
+const Growing = Annotation.Root({
+  items: Annotation({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+});
+
+/** A graph whose list channel grows by one entry every step (so every checkpoint stores it whole). */
+function buildGrowingGraph(checkpointer) {
+  return new StateGraph(Growing)
+    .addNode('step', (s) => ({ items: [{ step: s.items.length, text: `entry number ${s.items.length}` }] }))
+    .addEdge(START, 'step')
+    .addConditionalEdges('step', (s) => (s.items.length < GROW_CHECKPOINTS - 2 ? 'step' : END))
+    .compile({ checkpointer });
+}
+
+/**
+ * Once per saver and run: the cold getTuple of a LONG_CHECKPOINTS thread (store opened before
+ * timing), and the bytes on disk of the growing-list graph.
+ */
+async function extras(contender) {
+  const dir = join(work, `${contender.name.replace(/\W+/g, '-')}-long`);
+  mkdirSync(dir, { recursive: true });
+  const writer = await contender.open(dir);
+  await buildGraph(writer.saver, LONG_CHECKPOINTS).invoke(
+    {},
+    { ...config, recursionLimit: LONG_CHECKPOINTS + 10, durability: 'sync' },
+  );
+  await writer.close();
+  const coldGets = [];
+  for (let i = 0; i < COLD_CALLS * 2; i++) {
+    const cold = await contender.open(dir);
+    const g = now();
+    const tuple = await cold.saver.getTuple(config);
+    coldGets.push(now() - g);
+    if (tuple?.checkpoint.channel_values.n !== LONG_CHECKPOINTS - 3)
+      throw new Error(`${contender.name}: long thread's latest is wrong`);
+    await cold.close();
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const growDir = join(work, `${contender.name.replace(/\W+/g, '-')}-grow`);
+  mkdirSync(growDir, { recursive: true });
+  const grower = await contender.open(growDir);
+  await buildGrowingGraph(grower.saver).invoke(
+    { items: [] },
+    { ...config, recursionLimit: GROW_CHECKPOINTS + 10, durability: 'sync' },
+  );
+  await grower.close();
+  const growingBytes = bytesUnder(growDir);
+  rmSync(growDir, { recursive: true, force: true });
+  return { longGetTupleColdMs: median(coldGets), growingBytes };
 }
 
 /** Adds up the time spent inside put and putWrites of `saver`. */
@@ -173,11 +233,15 @@ async function round(contender, r) {
   // new saver over a new connection, make the round's median less a matter of one unlucky call.
   const coldGets = [];
   const coldLists = [];
+  const coldGetsWithOpen = [];
   for (let i = 0; i < COLD_CALLS; i++) {
+    const o = now();
     const coldGet = await contender.open(dir);
     const g = now();
     await latestOk(coldGet.saver);
-    coldGets.push(now() - g);
+    const done = now();
+    coldGets.push(done - g);
+    coldGetsWithOpen.push(done - o);
     await coldGet.close();
     const coldList = await contender.open(dir);
     const { ms, count } = await listAll(coldList.saver);
@@ -193,6 +257,7 @@ async function round(contender, r) {
     graphPerStepMs: graphMs / superSteps,
     getTupleWarmMs: median(gets),
     getTupleColdMs: median(coldGets),
+    getTupleColdWithOpenMs: median(coldGetsWithOpen),
     listWarmMs: median(warmLists),
     listColdMs: median(coldLists),
     bytes,
@@ -203,7 +268,8 @@ const METRICS = [
   ['writesPerStepMs', 'put + putWrites per super-step (ms)'],
   ['graphPerStepMs', 'graph wall time per super-step (ms)'],
   ['getTupleWarmMs', 'getTuple latest, warm (ms)'],
-  ['getTupleColdMs', 'getTuple latest, cold: new saver (ms)'],
+  ['getTupleColdMs', 'getTuple latest, cold: new saver, store opened before timing (ms)'],
+  ['getTupleColdWithOpenMs', 'getTuple latest, cold: new saver, with the store open (ms)'],
   ['listWarmMs', `list ${CHECKPOINTS} checkpoints, warm (ms)`],
   ['listColdMs', `list ${CHECKPOINTS} checkpoints, cold: new saver (ms)`],
   ['bytes', `bytes on disk after ${CHECKPOINTS} checkpoints`],
@@ -238,16 +304,49 @@ try {
       ...Object.fromEntries(CONTENDERS.map((c) => [c.name, Number(medians[c.name][key].toPrecision(4))])),
     })),
   );
+  const extra = {};
+  for (const c of CONTENDERS) {
+    extra[c.name] = await extras(c);
+    process.stderr.write(`extras ${c.name}: ${JSON.stringify(extra[c.name])}\n`);
+  }
+  console.table(
+    [
+      ['longGetTupleColdMs', `getTuple latest, cold, ${LONG_CHECKPOINTS} checkpoints (ms)`],
+      ['growingBytes', `bytes on disk, list channel growing every step, ${GROW_CHECKPOINTS} checkpoints`],
+    ].map(([key, label]) => ({
+      measure: label,
+      ...Object.fromEntries(CONTENDERS.map((c) => [c.name, Number(extra[c.name][key].toPrecision(4))])),
+    })),
+  );
   const goals = [];
   for (const name of ['tidemark sqlite', 'tidemark jsonl']) {
     const m = medians[name];
+    const x = extra[name];
+    const coldRatio = m.getTupleColdMs / base.getTupleColdMs;
+    goals.push({
+      goal: `${name}: cold getTuple <= 2x SqliteSaver's (time ratio)`,
+      ratio: coldRatio,
+      pass: coldRatio <= 2,
+    });
+    const longRatio = x.longGetTupleColdMs / m.getTupleColdMs;
+    goals.push({
+      goal: `${name}: cold getTuple of ${LONG_CHECKPOINTS} <= 1.5x of ${CHECKPOINTS} (time ratio)`,
+      ratio: longRatio,
+      pass: longRatio <= 1.5,
+    });
+    const growRatio = x.growingBytes / extra.SqliteSaver.growingBytes;
+    goals.push({
+      goal: `${name}: growing-list bytes <= SqliteSaver's (bytes ratio)`,
+      ratio: growRatio,
+      pass: growRatio <= 1,
+    });
     const bytesRatio = base.bytes / m.bytes;
     goals.push({ goal: `${name}: bytes >= 10x smaller`, ratio: bytesRatio, pass: bytesRatio >= 10 });
     for (const key of ['listWarmMs', 'listColdMs']) {
       const ratio = base[key] / m[key];
       goals.push({ goal: `${name}: ${key} >= 2x faster`, ratio, pass: ratio >= 2 });
     }
-    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdMs']) {
+    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs']) {
       goals.push({ goal: `${name}: ${key} speed-up (no goal)`, ratio: base[key] / m[key], pass: true });
     }
   }
@@ -263,9 +362,19 @@ try {
         package: '@tidemark/langgraph',
         at: new Date().toISOString(),
         node: process.version,
-        sizes: { ROUNDS, CHECKPOINTS, BIG_BYTES, GET_CALLS, WARM_LISTS, COLD_CALLS },
+        sizes: {
+          ROUNDS,
+          CHECKPOINTS,
+          BIG_BYTES,
+          GET_CALLS,
+          WARM_LISTS,
+          COLD_CALLS,
+          LONG_CHECKPOINTS,
+          GROW_CHECKPOINTS,
+        },
         modes: Object.fromEntries(CONTENDERS.map((c) => [c.name, perRound[c.name][0].mode])),
         medians,
+        extra,
         goals,
         perRound,
       },

@@ -3,6 +3,9 @@
 // committed (not an interrupted tail) under the store's default boundary rule and a reload can
 // tell whether a batch of ours landed.
 import { type JsonValue, TidemarkError } from '@tidemark/core';
+import { isSerialized, type SerializedValue } from './values.js';
+
+export { decodeBytes, encodeBytes, type SerializedValue } from './values.js';
 
 /** Event types written by the saver. */
 export const EVENT_TYPES = {
@@ -10,12 +13,6 @@ export const EVENT_TYPES = {
   checkpoint: 'langgraph/checkpoint',
   writes: 'langgraph/writes',
 } as const;
-
-/** A value serialized by the saver's `SerializerProtocol`: its type tag and its bytes in base64. */
-export interface SerializedValue {
-  t: string;
-  b: string;
-}
 
 /** A channel version as LangGraph hands it over. */
 export type Version = number | string;
@@ -47,6 +44,14 @@ export interface CheckpointRecord {
   vers: Record<string, Version>;
   /** Channels whose value is the one owned by a checkpoint (see {@link BlobRecord.owner}). */
   refs?: Record<string, string>;
+  /**
+   * Where the value of each channel is: the seq of its blob event (channels with a stored value
+   * only). Lets a new process read a checkpoint without folding the thread; absent in records
+   * written before it was added (such threads are folded).
+   */
+  at?: Record<string, number>;
+  /** Seqs of the pending writes stored for this checkpoint before it (writes that overtook its put). */
+  wat?: number[];
 }
 
 /** One pending write of a task. `idx` is negative for the special writes (errors, interrupts). */
@@ -72,23 +77,15 @@ export type ThreadRecord =
   | { kind: 'blob'; blob: BlobRecord }
   | { kind: 'checkpoint'; checkpoint: CheckpointRecord }
   | { kind: 'writes'; writes: WritesRecord }
-  | { kind: 'boundary'; batch: string };
-
-/** Bytes to the stored form. */
-export function encodeBytes(type: string, bytes: Uint8Array): SerializedValue {
-  return { t: type, b: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
-}
+  | { kind: 'boundary'; batch: string; latest?: LatestIndex };
 
 /**
- * The stored form back to bytes. Values of type `bytes` are handed to the caller as they are, so
- * they get an array of their own; any other type is only read by the serializer, which can take
- * a view of the decoded buffer without a copy.
+ * Carried by each batch's boundary: per namespace, the seq of the event holding its latest
+ * checkpoint once the batch is in (-1: none), for the root namespace and the batch's own. Computed
+ * from state the append confirmed and written in the same atomic batch, so the last event of a log
+ * always says where its latest checkpoint is.
  */
-export function decodeBytes(value: SerializedValue): Uint8Array {
-  const decoded = Buffer.from(value.b, 'base64');
-  if (value.t === 'bytes') return new Uint8Array(decoded);
-  return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
-}
+export type LatestIndex = Record<string, number>;
 
 /** The `data` of an event holding `record` (the boundary carries its batch id). */
 export function recordData(record: ThreadRecord): JsonValue {
@@ -103,7 +100,9 @@ export function recordData(record: ThreadRecord): JsonValue {
         writes: record.writes.writes.map((w) => ({ ...w })),
       } as unknown as JsonValue;
     case 'boundary':
-      return { langgraphBatch: record.batch };
+      return record.latest === undefined
+        ? { langgraphBatch: record.batch }
+        : { langgraphBatch: record.batch, langgraphLatest: { ...record.latest } };
   }
 }
 
@@ -118,8 +117,12 @@ type Fields = Record<string, unknown>;
 const isObject = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isVersion = (v: unknown): v is Version =>
   typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
-const isSerialized = (v: unknown): v is SerializedValue =>
-  isObject(v) && typeof v.t === 'string' && typeof v.b === 'string';
+
+const isSeq = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= -1;
+const isSeqList = (v: unknown): v is number[] => Array.isArray(v) && v.every(isSeq);
+function isSeqMap(v: unknown): v is Record<string, number> {
+  return isObject(v) && Object.values(v).every(isSeq);
+}
 
 function isVersionMap(v: unknown): v is Record<string, Version> {
   return isObject(v) && Object.values(v).every(isVersion);
@@ -140,8 +143,13 @@ export function parseRecord(
 ): ThreadRecord | undefined {
   const { seq, type, data } = event;
   if (!type.startsWith('langgraph/')) {
-    if (isObject(data) && typeof data.langgraphBatch === 'string')
-      return { kind: 'boundary', batch: data.langgraphBatch };
+    if (isObject(data) && typeof data.langgraphBatch === 'string') {
+      const latest = data.langgraphLatest;
+      // An index that does not have its shape is only a missing hint: the thread is folded instead.
+      return isSeqMap(latest)
+        ? { kind: 'boundary', batch: data.langgraphBatch, latest }
+        : { kind: 'boundary', batch: data.langgraphBatch };
+    }
     return undefined;
   }
   if (!isObject(data) || typeof data.ns !== 'string')
@@ -172,7 +180,13 @@ export function parseRecord(
     ) {
       throw corrupt(sessionId, seq, 'malformed checkpoint');
     }
-    return { kind: 'checkpoint', checkpoint: data as unknown as CheckpointRecord };
+    const checkpoint = data as unknown as CheckpointRecord;
+    // Hints of where things are: one that does not have its shape is dropped (the thread is folded).
+    if ((data.at !== undefined && !isSeqMap(data.at)) || (data.wat !== undefined && !isSeqList(data.wat))) {
+      const { at: _at, wat: _wat, ...rest } = checkpoint;
+      return { kind: 'checkpoint', checkpoint: rest };
+    }
+    return { kind: 'checkpoint', checkpoint };
   }
   if (type === EVENT_TYPES.writes) {
     const entriesOk = Array.isArray(data.writes) && data.writes.every(isWriteEntry);

@@ -16,7 +16,8 @@ import {
   type SerializerProtocol,
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint';
-import { listAll, type SessionStore } from '@tidemark/core';
+import { listAll, type SessionStore, TidemarkError } from '@tidemark/core';
+import { Handouts, NO_CHECKPOINT } from './handouts.js';
 import {
   type BlobRecord,
   type CheckpointRecord,
@@ -38,6 +39,7 @@ import {
   materializeTuple,
   ValueMemo,
 } from './tuples.js';
+import { sameSerialized } from './values.js';
 
 /** Options of {@link TidemarkSaver}. */
 export interface TidemarkSaverOptions {
@@ -61,6 +63,7 @@ export interface TidemarkSaverOptions {
  */
 export class TidemarkSaver extends BaseCheckpointSaver {
   private readonly log: ThreadLog;
+  private readonly handouts: Handouts;
 
   /** @param store - any tidemark store; the saver does not close it. */
   constructor(
@@ -69,6 +72,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
   ) {
     super(options.serde);
     this.log = new ThreadLog(store, options.maxCachedThreads ?? 64);
+    this.handouts = new Handouts(Math.max(1024, options.maxCachedThreads ?? 64));
   }
 
   /** The checkpoint named by `config` (the thread's newest in its namespace without a `checkpoint_id`). */
@@ -77,11 +81,30 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     if (threadId === undefined) return undefined;
     const ns = namespaceOf(config);
     const id = getCheckpointId(config);
-    const gathered = await this.log.read(threadId, sessionIdOfThread(threadId), (state) => {
+    const sessionId = sessionIdOfThread(threadId);
+    const pick = (state: ThreadState) => {
       const record = id ? state.checkpoint(ns, id) : state.latest(ns);
+      // Marked inside the thread's queue, in the order of the reads and writes it answers.
+      if (id) this.handouts.mark(sessionId, ns, id, 'explicit');
+      else this.handouts.mark(sessionId, ns, record?.id ?? NO_CHECKPOINT, 'latest');
       return record === undefined ? undefined : gatherTuple(state, threadId, ns, record);
+    };
+    if (id) {
+      const gathered = await this.log.read(threadId, sessionId, pick);
+      return gathered === undefined ? undefined : this.materialize(gathered);
+    }
+    const latest = await this.log.readLatest(threadId, sessionId, ns, async (state, cold) => {
+      const gathered = pick(state);
+      return { gathered, cold };
     });
-    return gathered === undefined ? undefined : this.materialize(gathered);
+    if (latest.gathered === undefined) return undefined;
+    const tuple = await this.materialize(latest.gathered);
+    // A checkpoint older than format 4 takes its parent's pending sends, which a cold read leaves out.
+    if (latest.cold && tuple.checkpoint.v < 4 && tuple.parentConfig !== undefined) {
+      const gathered = await this.log.read(threadId, sessionId, pick);
+      return gathered === undefined ? undefined : this.materialize(gathered);
+    }
+    return tuple;
   }
 
   /**
@@ -123,36 +146,32 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     if (typeof checkpoint.id !== 'string' || checkpoint.id === '')
       throw new Error('put: the checkpoint has no id');
     const copy = copyCheckpoint(checkpoint);
-    const [cp, md] = await Promise.all([
-      this.serde.dumpsTyped({ ...copy, channel_values: {} }),
-      this.serde.dumpsTyped(metadata),
-    ]);
-    const parent = config.configurable?.checkpoint_id;
-    const record: CheckpointRecord = {
-      ns,
-      id: checkpoint.id,
-      ...(typeof parent === 'string' && parent !== '' && { parent }),
-      cp: encodeBytes(...cp),
-      md: encodeBytes(...md),
-      vers: plainVersions(copy.channel_versions),
-    };
-    const values = await Promise.all(
-      Object.entries(plainVersions(newVersions)).map(async ([ch, ver]): Promise<BlobRecord> => {
-        if (!Object.hasOwn(copy.channel_values, ch) || copy.channel_values[ch] === undefined)
-          return { ns, ch, ver };
-        return { ns, ch, ver, value: encodeBytes(...(await this.serde.dumpsTyped(copy.channel_values[ch]))) };
+    const parent: unknown = config.configurable?.checkpoint_id;
+    const parentId = typeof parent === 'string' && parent !== '' ? parent : undefined;
+    const sessionId = sessionIdOfThread(threadId);
+    const serialized = this.serializeCheckpoint(ns, copy, metadata, newVersions, parentId);
+    let prepared: Awaited<typeof serialized> | undefined;
+    await this.log.write(
+      threadId,
+      sessionId,
+      (state) => {
+        const { record, values } = prepared!;
+        const { blobs, refs } = placeBlobs(state, record, values);
+        const placed: CheckpointRecord = Object.keys(refs).length > 0 ? { ...record, refs } : record;
+        const stored = state.checkpoint(ns, record.id);
+        // The same checkpoint again (a retry of a put that landed): nothing to store.
+        if (blobs.length === 0 && stored !== undefined && sameCheckpoint(stored, placed)) return [];
+        this.requireLatest(state, threadId, sessionId, ns, parentId ?? NO_CHECKPOINT, 'put');
+        return [
+          ...blobs.map((blob): ThreadRecord => ({ kind: 'blob', blob })),
+          { kind: 'checkpoint', checkpoint: placed },
+        ];
+      },
+      serialized.then((done) => {
+        prepared = done;
       }),
     );
-    await this.log.write(threadId, sessionIdOfThread(threadId), ns, (state) => {
-      const { blobs, refs } = placeBlobs(state, record, values);
-      const placed: CheckpointRecord = Object.keys(refs).length > 0 ? { ...record, refs } : record;
-      const stored = state.checkpoint(ns, record.id);
-      if (blobs.length === 0 && stored !== undefined && sameCheckpoint(stored, placed)) return [];
-      return [
-        ...blobs.map((blob): ThreadRecord => ({ kind: 'blob', blob })),
-        { kind: 'checkpoint', checkpoint: placed },
-      ];
-    });
+    this.handouts.put(sessionId, ns, checkpoint.id);
     return checkpointConfig(threadId, ns, checkpoint.id);
   }
 
@@ -173,7 +192,9 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     }
     const ns = namespaceOf(config);
     const path = taskPath ?? '';
-    const entries = await Promise.all(
+    const sessionId = sessionIdOfThread(threadId);
+    let entries: WriteEntry[] = [];
+    const serialized = Promise.all(
       writes.map(
         async ([ch, value], i): Promise<WriteEntry> => ({
           idx: WRITES_IDX_MAP[ch] ?? i,
@@ -182,20 +203,37 @@ export class TidemarkSaver extends BaseCheckpointSaver {
         }),
       ),
     );
-    await this.log.write(threadId, sessionIdOfThread(threadId), ns, (state) => {
-      const fresh = entries.filter((entry) => {
-        const stored = state.write(ns, checkpointId, taskId, entry.idx);
-        if (stored === undefined) return true;
-        return entry.idx < 0 && !sameWrite(stored, path, entry);
-      });
-      if (fresh.length === 0) return [];
-      return [{ kind: 'writes', writes: { ns, cp: checkpointId, task: taskId, path, writes: fresh } }];
-    });
+    await this.log.write(
+      threadId,
+      sessionId,
+      (state) => {
+        const fresh = entries.filter((entry) => {
+          const stored = state.write(ns, checkpointId, taskId, entry.idx);
+          if (stored === undefined) return true;
+          return entry.idx < 0 && !sameWrite(stored, path, entry);
+        });
+        if (fresh.length === 0) return [];
+        // Writes a run makes for a checkpoint it already built on (this saver's last put has it
+        // as its parent) arrive late, not from a stale run.
+        const latest = state.latest(ns);
+        const ownChild =
+          latest !== undefined &&
+          latest.parent === checkpointId &&
+          this.handouts.lastPut(sessionId, ns) === latest.id;
+        if (!ownChild) this.requireLatest(state, threadId, sessionId, ns, checkpointId, 'putWrites');
+        return [{ kind: 'writes', writes: { ns, cp: checkpointId, task: taskId, path, writes: fresh } }];
+      },
+      serialized.then((done) => {
+        entries = done;
+      }),
+    );
   }
 
   /** Deletes every checkpoint and write of a thread (its session), in one store operation. */
   async deleteThread(threadId: string): Promise<void> {
-    await this.log.delete(sessionIdOfThread(String(threadId)));
+    const sessionId = sessionIdOfThread(String(threadId));
+    await this.log.delete(sessionId);
+    this.handouts.forget(sessionId);
   }
 
   /**
@@ -226,6 +264,60 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       result[ch] = entry;
     }
     return result;
+  }
+
+  /**
+   * Refuses a write that builds on `parentId` (or on an empty namespace, {@link NO_CHECKPOINT})
+   * when this saver handed that out as the latest of its namespace and it no longer is: another
+   * run got there first, and writing would fork the thread and hide that run's checkpoints.
+   */
+  private requireLatest(
+    state: ThreadState,
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    parentId: string,
+    operation: string,
+  ): void {
+    if (!this.handouts.handedAsLatest(sessionId, ns, parentId)) return;
+    const latest = state.latest(ns)?.id ?? NO_CHECKPOINT;
+    if (latest === parentId) return;
+    const built = parentId === NO_CHECKPOINT ? 'an empty thread' : `checkpoint ${parentId}`;
+    throw new TidemarkError(
+      'CONFLICT',
+      `${operation}: thread ${JSON.stringify(threadId)} (namespace ${JSON.stringify(ns)}) moved on: this write builds on ${built}, read as the latest, but the latest is now ${latest === NO_CHECKPOINT ? 'none (the thread was deleted)' : latest}, written by another run; nothing was written. Run the graph again to continue from the latest checkpoint, or pass a checkpoint_id to fork from an earlier one.`,
+      { sessionId, retryable: true },
+    );
+  }
+
+  /** A put's checkpoint record (without refs) and channel values, serialized. */
+  private async serializeCheckpoint(
+    ns: string,
+    copy: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+    parentId: string | undefined,
+  ): Promise<{ record: CheckpointRecord; values: BlobRecord[] }> {
+    const [cp, md] = await Promise.all([
+      this.serde.dumpsTyped({ ...copy, channel_values: {} }),
+      this.serde.dumpsTyped(metadata),
+    ]);
+    const record: CheckpointRecord = {
+      ns,
+      id: copy.id,
+      ...(parentId !== undefined && { parent: parentId }),
+      cp: encodeBytes(...cp),
+      md: encodeBytes(...md),
+      vers: plainVersions(copy.channel_versions),
+    };
+    const values = await Promise.all(
+      Object.entries(plainVersions(newVersions)).map(async ([ch, ver]): Promise<BlobRecord> => {
+        if (!Object.hasOwn(copy.channel_values, ch) || copy.channel_values[ch] === undefined)
+          return { ns, ch, ver };
+        return { ns, ch, ver, value: encodeBytes(...(await this.serde.dumpsTyped(copy.channel_values[ch]))) };
+      }),
+    );
+    return { record, values };
   }
 
   private materialize(gathered: GatheredTuple, memo?: ValueMemo): Promise<CheckpointTuple> {
@@ -329,13 +421,12 @@ function plainVersions(versions: ChannelVersions): Record<string, Version> {
 }
 
 function sameCheckpoint(a: CheckpointRecord, b: CheckpointRecord): boolean {
-  const same =
-    a.parent === b.parent && a.cp.b === b.cp.b && a.md.b === b.md.b && a.cp.t === b.cp.t && a.md.t === b.md.t;
+  const same = a.parent === b.parent && sameSerialized(a.cp, b.cp) && sameSerialized(a.md, b.md);
   return same && JSON.stringify(a.refs ?? {}) === JSON.stringify(b.refs ?? {});
 }
 
 function sameValue(a: BlobRecord, b: BlobRecord): boolean {
-  return a.value?.t === b.value?.t && a.value?.b === b.value?.b;
+  return sameSerialized(a.value, b.value);
 }
 
 /**

@@ -37,3 +37,8 @@ export function isThreadSessionId(sessionId: string): boolean {
     sessionId.startsWith(HASHED_PREFIX)
   );
 }
+
+/** True for a hashed thread id's session: only its summary tells which thread it holds. */
+export function isHashedSessionId(sessionId: string): boolean {
+  return sessionId.startsWith(HASHED_PREFIX);
+}

@@ -1,9 +1,9 @@
 // The saver's view of the store: per thread, the folded state and the head it was folded up to.
-// Reads bring a cached thread up to date by reading from the last event it knows (one store read,
-// which also proves that event is still there: a deleted or replaced log is folded again from the
-// start). Writes append at the known head with an explicit seq; CONFLICT means another writer got
-// there first, and the batch is retried once only when what that writer added cannot make ours
-// lose or hide a checkpoint.
+// Reads and writes alike bring a cached thread up to date by reading from the last event it knows
+// (one store read, which also proves that event is still there: a deleted or replaced log is folded
+// again from the start), so the cache is only a hint. Writes append at the head that read confirmed,
+// with an explicit seq; CONFLICT means another writer got there first, and the batch is planned
+// again from the new state, which may refuse it.
 import { randomUUID } from 'node:crypto';
 import {
   isTidemarkError,
@@ -12,7 +12,10 @@ import {
   type SessionStore,
   TidemarkError,
 } from '@tidemark/core';
+import { indexBatch } from './batch-index.js';
+import { lastEvent, readLatestCold } from './cold-read.js';
 import { parseRecord, recordData, type ThreadRecord } from './records.js';
+import { isHashedSessionId } from './thread-ids.js';
 import { ThreadState } from './thread-state.js';
 
 /** A thread as this saver last saw it. */
@@ -27,11 +30,12 @@ interface CachedThread {
 /** What bringing a thread up to date found. */
 interface SyncResult {
   entry: CachedThread;
-  /** Namespaces in which checkpoints appeared that the previous state did not have. */
-  newCheckpointNs: Set<string>;
   /** The log was deleted or replaced since the previous state. */
   replaced: boolean;
 }
+
+/** Appends tried per write before a CONFLICT is handed to the caller (others keep appending). */
+const MAX_WRITE_ATTEMPTS = 4;
 
 /** Summary attribute naming the thread a session belongs to. */
 export const THREAD_ATTR = 'langgraphThread';
@@ -55,24 +59,58 @@ export class ThreadLog {
   }
 
   /**
-   * Appends the records `build` derives from the current state as one batch (nothing when it
-   * returns none). `ns` is the namespace the batch extends: a retry after CONFLICT is made only
-   * when the other writer added no checkpoint there.
+   * Runs `fn` on a state holding at least the latest checkpoint of `ns` and what its tuple needs.
+   * A thread this saver holds is brought up to date as by {@link read}; one it does not hold is
+   * read through the pointers of its last batch without folding it (`cold` is then true), or
+   * folded when its log has none.
+   */
+  readLatest<T>(
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
+  ): Promise<T> {
+    return this.queue.run(sessionId, async () => {
+      const cached = this.cache.get(sessionId);
+      if (cached === undefined && !isHashedSessionId(sessionId)) {
+        const cold = await readLatestCold(this.store, sessionId, ns);
+        if (cold !== undefined) return fn(cold.kind === 'found' ? cold.state : new ThreadState(), true);
+      }
+      const { entry } = await this.sync(threadId, sessionId, cached);
+      return fn(entry.state, false);
+    });
+  }
+
+  /**
+   * Appends the records `build` derives from the thread's state as one batch (nothing when it
+   * returns none). The call takes its place in the thread's queue at once, so calls run in the
+   * order they were made; `ready` (the caller's serialization) is awaited in that place.
+   *
+   * `build` always sees state the store confirmed in this call: the cached thread is brought up to
+   * date first (one read from its last known event, which also proves that event is still there,
+   * so a deleted or rewritten log is read again from the start), and the append's own seq check
+   * confirms nothing was added after that read. On CONFLICT the thread is read again and `build`
+   * decides again on the new state (it may refuse by throwing); the batch is never just moved to
+   * the new head.
    */
   write(
     threadId: string,
     sessionId: string,
-    ns: string,
     build: (state: ThreadState) => ThreadRecord[],
+    ready?: Promise<unknown>,
   ): Promise<void> {
+    // Awaited in the queue; until then a rejection must not count as unhandled.
+    ready?.catch(() => undefined);
     return this.queue.run(sessionId, async () => {
-      let entry = this.cache.get(sessionId) ?? (await this.sync(threadId, sessionId, undefined)).entry;
+      await ready;
+      let entry = (await this.sync(threadId, sessionId, this.cache.get(sessionId))).entry;
       for (let attempt = 0; ; attempt += 1) {
         const records = build(entry.state);
         if (records.length === 0) return;
         const batch = randomUUID();
         try {
-          await this.append(threadId, sessionId, entry, [...records, { kind: 'boundary', batch }]);
+          const indexed = indexBatch(entry.state, [...records, { kind: 'boundary', batch }], entry.nextSeq);
+          await this.append(threadId, sessionId, entry, indexed);
           return;
         } catch (error) {
           if (!isTidemarkError(error, 'CONFLICT') && !isTidemarkError(error, 'NOT_FOUND')) {
@@ -83,9 +121,8 @@ export class ThreadLog {
           const synced = await this.sync(threadId, sessionId, entry);
           entry = synced.entry;
           if (entry.state.hasBatch(batch)) return;
-          if (attempt > 0 || synced.replaced || synced.newCheckpointNs.has(ns)) {
+          if (attempt >= MAX_WRITE_ATTEMPTS - 1)
             throw concurrentWriter(threadId, sessionId, synced.replaced, error);
-          }
         }
       }
     });
@@ -118,7 +155,7 @@ export class ThreadLog {
       data: recordData(record),
     }));
     const { nextSeq } = await this.store.append(sessionId, events);
-    for (const record of records) entry.state.apply(record);
+    for (const [i, record] of records.entries()) entry.state.apply(record, events[i]!.seq);
     const last = events[events.length - 1]!;
     entry.nextSeq = nextSeq;
     entry.last = { seq: last.seq, print: fingerprint(last) };
@@ -144,20 +181,25 @@ export class ThreadLog {
     sessionId: string,
     cached: CachedThread | undefined,
   ): Promise<SyncResult> {
-    const counts = new Map<string, number>();
     if (cached?.last !== undefined) {
-      for (const ns of cached.state.namespaces()) counts.set(ns, cached.state.checkpointCount(ns));
-      const tail = await this.readFrom(sessionId, cached.last.seq);
+      // One lookup of the last event (from the end of the file on JSONL) usually settles it: the
+      // same event as the last one folded means the same log, and nothing after it.
+      const newest = await lastEvent(this.store, sessionId);
+      if (newest?.seq === cached.last.seq && fingerprint(newest) === cached.last.print) {
+        this.remember(sessionId, cached);
+        return { entry: cached, replaced: false };
+      }
+      const tail =
+        newest && newest.seq > cached.last.seq ? await this.readFrom(sessionId, cached.last.seq) : undefined;
       const first = tail?.[0];
       if (first !== undefined && fingerprint(first) === cached.last.print) {
         this.foldInto(sessionId, cached, tail!.slice(1));
         this.remember(sessionId, cached);
-        return { entry: cached, newCheckpointNs: grownNamespaces(cached.state, counts), replaced: false };
+        return { entry: cached, replaced: false };
       }
     }
     const entry = await this.loadFromStart(threadId, sessionId);
-    const replaced = cached?.last !== undefined;
-    return { entry, newCheckpointNs: grownNamespaces(entry.state, counts), replaced };
+    return { entry, replaced: cached?.last !== undefined };
   }
 
   private async loadFromStart(threadId: string, sessionId: string): Promise<CachedThread> {
@@ -207,7 +249,7 @@ export class ThreadLog {
           );
         }
         const record = parseRecord(sessionId, event);
-        if (record !== undefined) entry.state.apply(record);
+        if (record !== undefined) entry.state.apply(record, event.seq);
         entry.nextSeq = event.seq + 1;
         folded = event;
       }
@@ -240,19 +282,13 @@ function fingerprint(event: SessionEvent): string {
   return JSON.stringify([event.seq, event.time, event.type, typeof batch === 'string' ? batch : null]);
 }
 
-function grownNamespaces(state: ThreadState, before: ReadonlyMap<string, number>): Set<string> {
-  const grown = new Set<string>();
-  for (const ns of state.namespaces()) if (state.checkpointCount(ns) > (before.get(ns) ?? 0)) grown.add(ns);
-  return grown;
-}
-
 function concurrentWriter(
   threadId: string,
   sessionId: string,
   replaced: boolean,
   cause: unknown,
 ): TidemarkError {
-  const what = replaced ? 'was deleted or replaced' : 'was extended with checkpoints by another writer';
+  const what = replaced ? 'was deleted or replaced' : 'kept being extended by another writer';
   return new TidemarkError(
     'CONFLICT',
     `thread ${JSON.stringify(threadId)} ${what} since this saver last read it; nothing was written. Read the thread again (getTuple) before writing.`,

@@ -10,6 +10,7 @@ import type {
   Version,
   WriteEntry,
 } from './records.js';
+import { sameSerialized } from './values.js';
 
 /** One stored pending write, with what orders it. */
 export interface StoredWrite {
@@ -69,9 +70,13 @@ export class ThreadState {
   private readonly writes = new Map<string, Map<string, CheckpointWrites>>();
   /** Batch ids seen, so a reload can tell whether a batch of ours landed. */
   private readonly batches = new Set<string>();
+  /** The seq of the event holding each kept blob and checkpoint record. */
+  private readonly seqs = new WeakMap<object, number>();
+  /** Seqs of the writes events of each checkpoint, by namespace, then checkpoint id. */
+  private readonly writesSeqs = new Map<string, Map<string, number[]>>();
 
-  /** Applies one record. */
-  apply(record: ThreadRecord): void {
+  /** Applies one record, stored in the event `seq`. */
+  apply(record: ThreadRecord, seq: number): void {
     switch (record.kind) {
       case 'blob': {
         const { ns, ch, ver, owner } = record.blob;
@@ -83,18 +88,27 @@ export class ThreadState {
         const slot = getOrSet(byVersion, ver, (): VersionBlobs => ({}));
         // Stored once per version: a second copy (a retried or forked put) never replaces the first.
         if (owner === undefined) {
-          slot.plain ??= record.blob;
-          return;
+          if (slot.plain !== undefined) return;
+          slot.plain = record.blob;
+        } else {
+          slot.owned ??= new Map();
+          if (slot.owned.has(owner)) return;
+          slot.owned.set(owner, record.blob);
         }
-        slot.owned ??= new Map();
-        if (!slot.owned.has(owner)) slot.owned.set(owner, record.blob);
+        this.seqs.set(record.blob, seq);
         return;
       }
       case 'checkpoint':
         this.applyCheckpoint(record.checkpoint);
+        this.seqs.set(record.checkpoint, seq);
         return;
       case 'writes': {
         const { ns, cp, task, path } = record.writes;
+        getOrSet(
+          getOrSet(this.writesSeqs, ns, () => new Map<string, number[]>()),
+          cp,
+          (): number[] => [],
+        ).push(seq);
         for (const entry of record.writes.writes) this.applyWrite(ns, cp, { task, path, ...entry });
         return;
       }
@@ -127,6 +141,16 @@ export class ThreadState {
     if (write.idx >= 0 && byIdx.has(write.idx)) return;
     byIdx.set(write.idx, write);
     forCheckpoint.ordered = undefined;
+  }
+
+  /** The seq of the event holding a blob or checkpoint record of this state. */
+  seqOf(record: BlobRecord | CheckpointRecord): number | undefined {
+    return this.seqs.get(record);
+  }
+
+  /** Seqs of the writes events stored for a checkpoint, ascending. */
+  writesEventSeqs(ns: string, checkpointId: string): readonly number[] {
+    return this.writesSeqs.get(ns)?.get(checkpointId) ?? [];
   }
 
   /** True when the batch with this id is in the log. */
@@ -201,10 +225,5 @@ export class ThreadState {
 
 /** The write a stored entry would be, for comparisons. */
 export function sameWrite(stored: StoredWrite, path: string, entry: WriteEntry): boolean {
-  return (
-    stored.path === path &&
-    stored.ch === entry.ch &&
-    stored.value.t === entry.value.t &&
-    stored.value.b === entry.value.b
-  );
+  return stored.path === path && stored.ch === entry.ch && sameSerialized(stored.value, entry.value);
 }

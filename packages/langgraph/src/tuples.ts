@@ -12,6 +12,7 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import { type CheckpointRecord, decodeBytes, type SerializedValue, type Version } from './records.js';
 import type { StoredWrite, ThreadState } from './thread-state.js';
+import { smallValueKey } from './values.js';
 
 /** The records one tuple is made of. */
 export interface GatheredTuple {
@@ -52,7 +53,7 @@ export function loadValue(serde: SerializerProtocol, value: SerializedValue): Pr
   return serde.loadsTyped(value.t, decodeBytes(value));
 }
 
-/** Stored values this short (base64 characters) are remembered by their content: `null`, `1`, `""`... */
+/** Stored values this short (characters of their stored form) are remembered by their content: `null`, `1`, `""`... */
 const SMALL_VALUE = 64;
 
 const isPrimitive = (v: unknown): boolean => v === null || (typeof v !== 'object' && typeof v !== 'function');
@@ -78,7 +79,8 @@ export class ValueMemo {
 
   /** Deserializes the stored value of channel `ch`. */
   async channel(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
-    if (value.t === 'bytes' || value.b.length <= SMALL_VALUE) return this.value(serde, value);
+    if (value.t === 'bytes' || smallValueKey(value, SMALL_VALUE) !== undefined)
+      return this.value(serde, value);
     let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
       entry = { value, bytes: decodeBytes(value) };
@@ -92,13 +94,14 @@ export class ValueMemo {
 
   /** Deserializes a stored value (a write, or a channel's). */
   async value(serde: SerializerProtocol, value: SerializedValue): Promise<unknown> {
-    if (value.t === 'bytes' || value.b.length > SMALL_VALUE) return loadValue(serde, value);
+    const key = value.t === 'bytes' ? undefined : smallValueKey(value, SMALL_VALUE);
+    if (key === undefined) return loadValue(serde, value);
     const ofType = this.small.get(value.t);
-    if (ofType?.has(value.b)) return ofType.get(value.b);
+    if (ofType?.has(key)) return ofType.get(key);
     const loaded = await loadValue(serde, value);
     if (isPrimitive(loaded)) {
-      if (ofType === undefined) this.small.set(value.t, new Map([[value.b, loaded]]));
-      else ofType.set(value.b, loaded);
+      if (ofType === undefined) this.small.set(value.t, new Map([[key, loaded]]));
+      else ofType.set(key, loaded);
     }
     return loaded;
   }

@@ -224,6 +224,27 @@ export async function checkLatest(
   return [];
 }
 
+/**
+ * A new saver's latest checkpoint (read through the pointers of the last batch, without folding)
+ * is the one a fold of the whole log gives, with the same values and pending writes.
+ */
+export async function checkColdMatchesFold(store: SessionStore, where: string): Promise<string[]> {
+  try {
+    const cold = await new TidemarkSaver(store).getTuple(CONFIG);
+    const folding = new TidemarkSaver(store);
+    let folded: Awaited<ReturnType<BaseCheckpointSaver['getTuple']>>;
+    for await (const tuple of folding.list(CONFIG, { limit: 1 }))
+      folded = await folding.getTuple(tuple.config);
+    if (!isDeepStrictEqual(cold, folded))
+      return [
+        `${where}: the cold read gives ${cold?.checkpoint.id ?? 'none'}, a fold ${folded?.checkpoint.id ?? 'none'} (or other values)`,
+      ];
+    return [];
+  } catch (error) {
+    return [`${where}: a cold read or a fold rejected: ${describe(error)}`];
+  }
+}
+
 /** Runs the thread on from wherever it is (resume an interrupt, finish pending tasks) to its end. */
 async function driveToEnd(graph: ReturnType<typeof buildGraph>): Promise<void> {
   for (let round = 0; round < 8; round++) {

@@ -24,6 +24,7 @@ import { openJsonlStore } from '@tidemark/jsonl';
 import { describe, expect, it } from 'vitest';
 import { TidemarkSaver } from '../src/index.js';
 import {
+  checkColdMatchesFold,
   checkLatest,
   continueGraph,
   type LedgerSnapshot,
@@ -94,6 +95,7 @@ async function workloadThenVerify(
   try {
     const snapshot = ledger.snapshot();
     violations.push(...(await checkLatest(new TidemarkSaver(reopened), ledger, snapshot, 'reopened', false)));
+    violations.push(...(await checkColdMatchesFold(reopened, 'reopened')));
     violations.push(...(await continueGraph(reopened, 'reopened')));
   } finally {
     await reopened.close();
@@ -246,6 +248,7 @@ describe('a StateGraph on TidemarkSaver under storage faults', () => {
         const store = await openJsonlStore({ root: ROOT, fs: materialize(state) });
         try {
           violations.push(...(await checkLatest(new TidemarkSaver(store), ledger, snapshot, where, false)));
+          violations.push(...(await checkColdMatchesFold(store, where)));
           violations.push(...(await continueGraph(store, where)));
         } finally {
           await store.close();

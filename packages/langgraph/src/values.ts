@@ -1,0 +1,142 @@
+// How a serialized value is kept inside an event's JSON, in the smallest form that gives its bytes
+// back exactly: deflated, in base64 (`z`), when that is clearly smaller (values of 1 KiB and more:
+// a list channel that grows every step is stored whole at every step); else the JSON itself (`j`)
+// when the serializer's bytes are JSON that JSON.stringify writes back byte for byte; the text
+// (`s`) when they are other UTF-8; base64 (`b`) otherwise, and for type `bytes`. Base64 was the
+// only form before: records holding it stay readable.
+import { deflateRawSync, inflateRawSync } from 'node:zlib';
+import type { JsonValue } from '@tidemark/core';
+
+/** A value serialized by the saver's `SerializerProtocol`: its type tag and its bytes in one form. */
+export interface SerializedValue {
+  t: string;
+  /** The bytes in base64. */
+  b?: string;
+  /** The bytes as UTF-8 text. */
+  s?: string;
+  /** The bytes as the JSON value they encode (`JSON.stringify(j)` gives them back exactly). */
+  j?: JsonValue;
+  /** The bytes deflated (raw deflate), in base64. */
+  z?: string;
+}
+
+/** Values this long (bytes) and longer are deflated when that saves at least a fifth. */
+const DEFLATE_FROM = 1024;
+
+/** Nesting kept well under a store's `maxDepth` (256 by default) with room for the event around it. */
+const MAX_J_DEPTH = 64;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Bytes to the stored form. */
+export function encodeBytes(type: string, bytes: Uint8Array): SerializedValue {
+  if (bytes.byteLength >= DEFLATE_FROM) {
+    const deflated = deflateRawSync(bytes, { level: 1 });
+    if ((deflated.byteLength * 4) / 3 < bytes.byteLength * 0.8)
+      return { t: type, z: deflated.toString('base64') };
+  }
+  if (type !== 'bytes') {
+    let text: string | undefined;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      text = undefined;
+    }
+    if (text !== undefined) {
+      if (type === 'json') {
+        const parsed = parseExact(text);
+        if (parsed !== undefined) return { t: type, j: parsed.value };
+      }
+      return { t: type, s: text };
+    }
+  }
+  return { t: type, b: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
+}
+
+/** `text` parsed, when JSON.stringify writes it back identically and it nests shallowly enough. */
+function parseExact(text: string): { value: JsonValue } | undefined {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return undefined;
+  }
+  if (depth(value, 0) > MAX_J_DEPTH || JSON.stringify(value) !== text) return undefined;
+  return { value };
+}
+
+function depth(value: JsonValue, level: number): number {
+  if (typeof value !== 'object' || value === null) return level;
+  if (level > MAX_J_DEPTH) return level;
+  let deepest = level + 1;
+  for (const child of Array.isArray(value) ? value : Object.values(value)) {
+    if (typeof child === 'object' && child !== null) deepest = Math.max(deepest, depth(child, level + 1));
+    if (deepest > MAX_J_DEPTH) break;
+  }
+  return deepest;
+}
+
+/**
+ * The stored form back to bytes. Values of type `bytes` are handed to the caller as they are, so
+ * they get an array of their own; any other type is only read by the serializer, which can take
+ * a view of the decoded buffer without a copy.
+ */
+export function decodeBytes(value: SerializedValue): Uint8Array {
+  const decoded =
+    value.z !== undefined
+      ? inflateRawSync(Buffer.from(value.z, 'base64'))
+      : value.b !== undefined
+        ? Buffer.from(value.b, 'base64')
+        : Buffer.from(value.s ?? JSON.stringify(value.j ?? null), 'utf8');
+  if (value.t === 'bytes') return new Uint8Array(decoded);
+  return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
+}
+
+/** True when the stored forms hold the same type and bytes. */
+export function sameSerialized(a: SerializedValue | undefined, b: SerializedValue | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  if (a.t !== b.t) return false;
+  if (
+    a.b !== undefined ||
+    b.b !== undefined ||
+    a.s !== undefined ||
+    b.s !== undefined ||
+    a.z !== undefined ||
+    b.z !== undefined
+  )
+    return a.b === b.b && a.s === b.s && a.z === b.z;
+  return JSON.stringify(a.j ?? null) === JSON.stringify(b.j ?? null);
+}
+
+/**
+ * A key naming the value's type and bytes when they are cheaply known to be at most `limit`
+ * characters (undefined otherwise), for sharing the deserialization of small values.
+ */
+export function smallValueKey(value: SerializedValue, limit: number): string | undefined {
+  if (value.z !== undefined) return undefined;
+  if (value.b !== undefined) return value.b.length <= limit ? `b${value.b}` : undefined;
+  if (value.s !== undefined) return value.s.length <= limit ? `s${value.s}` : undefined;
+  const j = value.j ?? null;
+  if (typeof j === 'string' && j.length > limit) return undefined;
+  if (typeof j === 'object' && j !== null) {
+    const empty = Array.isArray(j) ? j.length === 0 : Object.keys(j).length === 0;
+    return empty ? `j${JSON.stringify(j)}` : undefined;
+  }
+  const text = JSON.stringify(j);
+  return text.length <= limit ? `j${text}` : undefined;
+}
+
+/** True for a stored form of a value: a type and exactly one of `b`, `s`, `j`, `z`. */
+export function isSerialized(v: unknown): v is SerializedValue {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const fields = v as Record<string, unknown>;
+  if (typeof fields.t !== 'string') return false;
+  const forms =
+    Number(typeof fields.b === 'string') +
+    Number(typeof fields.s === 'string') +
+    Number(typeof fields.z === 'string') +
+    Number(Object.hasOwn(fields, 'j'));
+  const strays = [fields.b, fields.s, fields.z].some(
+    (form) => form !== undefined && typeof form !== 'string',
+  );
+  return forms === 1 && !strays;
+}

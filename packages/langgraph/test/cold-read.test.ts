@@ -1,0 +1,154 @@
+// A new process's getTuple of a thread's latest checkpoint reads it through the pointers of the
+// last batch (no `load`, no fold) and gives exactly the tuple a fold gives: after every step of a
+// real graph (parallel tasks, Send, an interrupt left pending, a fork), for the root namespace and
+// for a namespace without checkpoints; logs written before the pointers existed are folded as before.
+
+import type { RunnableConfig } from '@langchain/core/runnables';
+import { Annotation, Command, END, interrupt, Send, START, StateGraph } from '@langchain/langgraph';
+import type { SessionEvent, SessionStore } from '@tidemark/core';
+import { openMemoryStore } from '@tidemark/memory';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
+import { type Backend, memory, type OpenedStore, sqlite } from './backends.js';
+
+const State = Annotation.Root({
+  log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+  big: Annotation<string>(),
+});
+
+function buildGraph(saver: TidemarkSaver) {
+  return new StateGraph(State)
+    .addNode('start', () => ({ log: ['start'], big: 'x'.repeat(2_000) }))
+    .addNode('left', () => ({ log: ['left'] }))
+    .addNode('right', () => ({ log: ['right'] }))
+    .addNode('fan', (s: { log: string[] }) => ({ log: [`fan:${s.log.length}`] }))
+    .addNode('ask', () => ({ log: [`ask:${interrupt('next?') as string}`] }))
+    .addEdge(START, 'start')
+    .addEdge('start', 'left')
+    .addEdge('start', 'right')
+    .addConditionalEdges('left', (s) => [new Send('fan', s), new Send('fan', { ...s, log: [] })])
+    .addEdge(['right', 'fan'], 'ask')
+    .addEdge('ask', END)
+    .compile({ checkpointer: saver });
+}
+
+/** `store` with its `load` calls counted (a fold of a thread not held starts with one). */
+function counting(store: SessionStore): { store: SessionStore; loads: () => number } {
+  let loads = 0;
+  const counted = new Proxy(store, {
+    get(target, key, receiver) {
+      if (key === 'load') {
+        return (...args: Parameters<SessionStore['load']>) => {
+          loads += 1;
+          return target.load(...args);
+        };
+      }
+      const value = Reflect.get(target, key, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: counted, loads: () => loads };
+}
+
+const config = (thread: string, ns = ''): RunnableConfig => ({
+  configurable: { thread_id: thread, checkpoint_ns: ns },
+});
+
+/** The latest tuple as a fold gives it: a saver that folded the thread (by a read naming a checkpoint). */
+async function folded(store: SessionStore, thread: string, ns = '') {
+  const saver = new TidemarkSaver(store);
+  const [latest] = await collect(saver.list(config(thread, ns), { limit: 1 }));
+  return latest === undefined ? undefined : saver.getTuple(latest.config);
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+const opened: OpenedStore[] = [];
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close();
+});
+
+describe.each([memory, sqlite] as Backend[])('a cold getTuple on $name', (backend) => {
+  it('reads the latest checkpoint without folding, after every batch, as a fold gives it', async () => {
+    const store = await backend.open();
+    opened.push(store);
+    const graph = buildGraph(new TidemarkSaver(store.store));
+    const thread = 'cold';
+    await graph.invoke({ log: ['in'] }, config(thread));
+    // Interrupted in `ask`: the latest checkpoint has pending writes (the interrupt).
+    const pending = await new TidemarkSaver(store.store).getTuple(config(thread));
+    expect(pending?.pendingWrites?.length).toBeGreaterThan(0);
+    await graph.invoke(new Command({ resume: 'go' }), config(thread));
+    // A fork from an earlier checkpoint: the fork's checkpoint is the latest.
+    const history = await collect(graph.getStateHistory(config(thread)));
+    await graph.updateState(history[history.length - 2]!.config, { log: ['forked'] });
+    const forked = await new TidemarkSaver(store.store).getTuple(config(thread));
+    expect(forked?.checkpoint.channel_values.log).toEqual(['in', 'forked']);
+    // The thread as it stood after each batch: a copy of the log up to that batch's boundary.
+    const id = sessionIdOfThread(thread);
+    const { events, summary } = await store.store.load(id);
+    const boundaries = events.filter((e) => e.type === 'turn/end').map((e) => e.seq);
+    expect(boundaries.length).toBeGreaterThan(10);
+    for (const end of boundaries) {
+      const copy = await backend.open();
+      opened.push(copy);
+      await copy.store.create({ id });
+      await copy.store.update(id, { attrs: summary.attrs ?? {} });
+      await copy.store.append(id, events.slice(0, end + 1));
+      const { store: counted, loads } = counting(copy.store);
+      const cold = await new TidemarkSaver(counted).getTuple(config(thread));
+      expect(loads(), `after event ${end}`).toBe(0);
+      expect(cold, `after event ${end}`).toEqual(await folded(copy.store, thread));
+      expect(cold).toBeDefined();
+    }
+  });
+
+  it('answers undefined for a namespace without checkpoints while another has one, and for a missing thread', async () => {
+    const store = await backend.open();
+    opened.push(store);
+    await buildGraph(new TidemarkSaver(store.store)).invoke({ log: ['in'] }, config('ns'));
+    const { store: counted, loads } = counting(store.store);
+    expect(await new TidemarkSaver(counted).getTuple(config('ns', 'other'))).toBeUndefined();
+    expect(await new TidemarkSaver(counted).getTuple(config('missing'))).toBeUndefined();
+    expect(await new TidemarkSaver(store.store).getTuple(config('ns'))).toBeDefined();
+    // Warm: the saver that holds the thread answers the same.
+    const warm = new TidemarkSaver(store.store);
+    expect(await warm.getTuple(config('ns'))).toBeDefined();
+    expect(await warm.getTuple(config('ns', 'other'))).toBeUndefined();
+    expect(loads()).toBeLessThanOrEqual(1);
+  });
+});
+
+describe('a log written before the pointers existed', () => {
+  it('is folded, and reads as it did', async () => {
+    const store = await openMemoryStore();
+    await buildGraph(new TidemarkSaver(store)).invoke({ log: ['in'] }, config('old'));
+    const id = sessionIdOfThread('old');
+    const { events, summary } = await store.load(id);
+    // The same thread as the previous format wrote it: no `at`, `wat` or `langgraphLatest`.
+    const old = await openMemoryStore();
+    await old.create({ id });
+    await old.update(id, { attrs: summary.attrs ?? {} });
+    await old.append(id, events.map(withoutPointers));
+    const { store: counted, loads } = counting(old);
+    const tuple = await new TidemarkSaver(counted).getTuple(config('old'));
+    expect(loads()).toBe(1);
+    expect(tuple).toEqual(await new TidemarkSaver(store).getTuple(config('old')));
+    // And a new saver writes on: its batches carry pointers again.
+    const saver = new TidemarkSaver(old);
+    await buildGraph(saver).invoke(new Command({ resume: 'x' }), config('old'));
+    const { store: again, loads: loadsAgain } = counting(old);
+    expect(await new TidemarkSaver(again).getTuple(config('old'))).toEqual(await folded(old, 'old'));
+    expect(loadsAgain()).toBe(0);
+  });
+});
+
+function withoutPointers(event: SessionEvent): SessionEvent {
+  const data = event.data as Record<string, unknown>;
+  const { at: _at, wat: _wat, langgraphLatest: _latest, ...rest } = data;
+  return { ...event, data: rest as SessionEvent['data'] };
+}
