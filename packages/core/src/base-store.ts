@@ -42,6 +42,20 @@ import type {
   TailPolicy,
 } from './store.js';
 
+/** The last `count` events of a stream, in order, holding at most `count` at a time. */
+async function* lastOf(events: AsyncIterable<SessionEvent>, count: number): AsyncGenerator<SessionEvent> {
+  const ring: SessionEvent[] = [];
+  let start = 0;
+  for await (const event of events) {
+    if (ring.length < count) ring.push(event);
+    else {
+      ring[start] = event;
+      start = (start + 1) % count;
+    }
+  }
+  for (let i = 0; i < ring.length; i++) yield ring[(start + i) % ring.length]!;
+}
+
 /** Validates `repair()` options, filling in the defaults. */
 export function validateRepairOptions(options: unknown): Required<RepairOptions> {
   if (options === undefined) return { tail: 'keep', dropCorrupt: false };
@@ -97,6 +111,17 @@ export abstract class SessionStoreBase implements MaintainedStore {
   protected abstract storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession>;
   /** Events `fromSeq..toSeq` of a stored session in order; NOT_FOUND when it is not stored. */
   protected abstract storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent>;
+  /**
+   * The last `last` events of `fromSeq..toSeq` in order, found without reading from the log's
+   * start; NOT_FOUND when it is not stored. Optional: without it, `read({ last })` streams the
+   * range through {@link SessionStoreBase.storageRead} and keeps the last events.
+   */
+  protected storageReadLast?(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent>;
   /** One page of stored sessions (see `pageOf`, `pageFromRows`). */
   protected abstract storageList(query: ValidListQuery): Promise<SessionPage>;
   /** Applies a patch to a stored session; undefined when `id` is not stored. */
@@ -187,8 +212,14 @@ export abstract class SessionStoreBase implements MaintainedStore {
       async *[Symbol.asyncIterator]() {
         self.assertOpen();
         assertValidId(id);
-        const { fromSeq, toSeq } = validateRange(range);
-        for await (const event of self.storageRead(id, fromSeq, toSeq)) {
+        const { fromSeq, toSeq, last } = validateRange(range);
+        const events =
+          last === undefined
+            ? self.storageRead(id, fromSeq, toSeq)
+            : self.storageReadLast !== undefined
+              ? self.storageReadLast(id, fromSeq, toSeq, last)
+              : lastOf(self.storageRead(id, fromSeq, toSeq), last);
+        for await (const event of events) {
           self.assertOpen();
           yield event;
         }

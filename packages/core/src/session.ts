@@ -345,14 +345,26 @@ export function validateListQuery(query: unknown): ValidListQuery {
   return out;
 }
 
+/** A validated `read()` range: `last` is present only when the caller gave it. */
+export interface ValidRange {
+  fromSeq: number;
+  toSeq: number;
+  last?: number;
+}
+
 /** Validates a `read()` range. */
-export function validateRange(range: unknown): { fromSeq: number; toSeq: number } {
+export function validateRange(range: unknown): ValidRange {
   if (range !== undefined && (typeof range !== 'object' || range === null)) {
     throw new TidemarkError('INVALID', 'read: the range must be an object');
   }
-  const { fromSeq = 0, toSeq = Number.MAX_SAFE_INTEGER } = (range ?? {}) as {
+  const {
+    fromSeq = 0,
+    toSeq = Number.MAX_SAFE_INTEGER,
+    last,
+  } = (range ?? {}) as {
     fromSeq?: unknown;
     toSeq?: unknown;
+    last?: unknown;
   };
   for (const [name, value] of [
     ['fromSeq', fromSeq],
@@ -362,7 +374,14 @@ export function validateRange(range: unknown): { fromSeq: number; toSeq: number 
       throw new TidemarkError('INVALID', `read: ${name} must be a non-negative integer`);
     }
   }
-  return { fromSeq: fromSeq as number, toSeq: toSeq as number };
+  const valid: ValidRange = { fromSeq: fromSeq as number, toSeq: toSeq as number };
+  if (last !== undefined) {
+    if (typeof last !== 'number' || !Number.isSafeInteger(last) || last < 1) {
+      throw new TidemarkError('INVALID', 'read: last must be a positive integer');
+    }
+    valid.last = last;
+  }
+  return valid;
 }
 
 /** Validates `delete()` options and returns the version it must match, if any. */

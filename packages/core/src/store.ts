@@ -87,10 +87,18 @@ export interface DeleteOptions {
   ifUpdatedAt?: string;
 }
 
-/** A range of seqs, both ends inclusive. */
+/** A range of seqs, both ends inclusive, optionally only its newest events. */
 export interface ReadRange {
   fromSeq?: number;
   toSeq?: number;
+  /**
+   * Only the last `last` events of the range (a positive integer), still yielded in seq order:
+   * `read(id, { last: 1 })` is the newest event, `read(id, { toSeq: s, last: 10 })` the ten events
+   * up to `s`. Backends find them without reading the log from its start (SQLite and PostgreSQL
+   * by index, memory by position); a backend without a way to do so streams the range and keeps
+   * the last ones, which is correct, with memory bounded by `last`.
+   */
+  last?: number;
 }
 
 /** What a load had to repair. */

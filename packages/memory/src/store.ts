@@ -166,6 +166,18 @@ export class MemoryStore extends SessionStoreBase {
     }
   }
 
+  protected override async *storageReadLast(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent> {
+    this.step('read', id);
+    const stored = this.stored(id);
+    const end = Math.min(toSeq, stored.events.length - 1);
+    for (let seq = Math.max(fromSeq, end - last + 1); seq <= end; seq++) yield parse(stored.events[seq]!);
+  }
+
   protected async storageList(query: ValidListQuery): Promise<SessionPage> {
     this.step('list');
     const page = pageOf(

@@ -309,9 +309,32 @@ export class PostgresStore extends SessionStoreBase {
    * Events `fromSeq..toSeq`, paged; each page one snapshot of the sessions row and the events.
    * Ends early when the log this stream was reading is gone (deleted, recreated, tail cut).
    */
-  protected async *storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
+  protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
+    return this.readStream(id, fromSeq, toSeq, undefined);
+  }
+
+  protected override storageReadLast(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent> {
+    return this.readStream(id, fromSeq, toSeq, last);
+  }
+
+  /**
+   * `storageRead`, or with `last` only the last events of the range as the first page's snapshot
+   * counts them (an index lookup; later pages stop at that snapshot's end).
+   */
+  private async *readStream(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    lastCount: number | undefined,
+  ): AsyncIterable<SessionEvent> {
     const context = this.#db.context(`reading session ${id}`, id);
     let next = fromSeq;
+    let until = toSeq;
     let seen: { createdAt: string; lastSeq: number; lastChecksum: string | null } | undefined;
     for (;;) {
       this.assertOpen();
@@ -329,7 +352,11 @@ export class PostgresStore extends SessionStoreBase {
             const last = await this.selectEvents(s, id, seen.lastSeq, seen.lastSeq);
             if (last[0]?.[4] !== seen.lastChecksum) return undefined;
           }
-          const end = Math.min(toSeq, count - 1);
+          const end = Math.min(until, count - 1);
+          if (seen === undefined && lastCount !== undefined) {
+            next = Math.max(next, end - lastCount + 1);
+            until = end;
+          }
           if (next > end)
             return {
               events: [] as SessionEvent[],

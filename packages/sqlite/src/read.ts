@@ -109,6 +109,10 @@ interface ReadPosition {
 
 /** One page of `read`; `done` when no page follows. */
 interface ReadPage {
+  /** The seq of the page's first event (the stream's start, moved up by `last` on the first page). */
+  start: number;
+  /** The last seq the stream may yield (fixed by the first page when it reads the last events). */
+  toSeq: number;
   events: SessionEvent[];
   done: boolean;
   createdAt: string;
@@ -120,7 +124,8 @@ interface ReadPage {
  * each page one short read transaction: a consistent snapshot of the summary row and the page,
  * with no statement or transaction open across a yield (either would hold the connection for
  * every other call of this store). `assertOpen` is the store's CLOSED check, made before each
- * later page: the store may have closed while the consumer held an event.
+ * later page: the store may have closed while the consumer held an event. With `last`, only the
+ * last events of the range as the first page's snapshot counts them: an index lookup, not a scan.
  */
 export async function* readEvents(
   conn: SqliteConnection,
@@ -128,17 +133,22 @@ export async function* readEvents(
   fromSeq: number,
   toSeq: number,
   assertOpen: () => void,
+  last?: number,
 ): AsyncGenerator<SessionEvent> {
   const context = conn.context(`reading session ${id}`, id, 'events');
   let next = fromSeq;
+  let until = toSeq;
   let seen: ReadPosition | undefined;
   for (;;) {
     if (seen !== undefined) assertOpen();
-    const page = conn.transaction('read', context, () => readPage(conn, id, next, toSeq, seen));
+    const page = conn.transaction('read', context, () =>
+      readPage(conn, id, next, until, seen, seen === undefined ? last : undefined),
+    );
     if (page === undefined) return; // the log was deleted or rewritten under this stream
     for (const event of page.events) yield event;
     if (page.done) return;
-    next += page.events.length;
+    until = page.toSeq;
+    next = page.start + page.events.length;
     seen = { createdAt: page.createdAt, lastSeq: next - 1, lastCrc: page.lastCrc };
   }
 }
@@ -157,6 +167,7 @@ function readPage(
   next: number,
   toSeq: number,
   seen: ReadPosition | undefined,
+  last: number | undefined,
 ): ReadPage | undefined {
   conn.step('SELECT sessions', id);
   const row = conn.stmts.getSession.get(id);
@@ -173,6 +184,11 @@ function readPage(
     if (conn.stmts.crcAt.get(id, seen.lastSeq) !== seen.lastCrc) return undefined;
   }
   const end = Math.min(toSeq, count - 1);
+  if (last !== undefined) {
+    // The last events as this snapshot counts them; later pages stop at its end.
+    next = Math.max(next, end - last + 1);
+    toSeq = end;
+  }
   let events: SessionEvent[] = [];
   let lastCrc: unknown;
   if (next <= end) {
@@ -193,7 +209,7 @@ function readPage(
   }
   const done = next + events.length > end;
   if (done && toSeq >= count) assertNothingPastCount(conn, id, count);
-  return { events, done, createdAt, lastCrc };
+  return { start: next, toSeq, events, done, createdAt, lastCrc };
 }
 
 /**

@@ -99,6 +99,15 @@ export class SqliteStore extends SessionStoreBase {
     return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen());
   }
 
+  protected override storageReadLast(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent> {
+    return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
+  }
+
   protected async storageList(query: ValidListQuery): Promise<SessionPage> {
     return listPage(this.conn, query);
   }

@@ -24,6 +24,20 @@ export const readChecks: ContractCheck[] = [
       await expectCode(() => collect(store.read('absent')), 'NOT_FOUND', 'read of an absent session');
       await expectCode(() => collect(store.read('stream', { fromSeq: -1 })), 'INVALID', 'read from seq -1');
       await expectCode(() => collect(store.read('stream', { toSeq: 1.5 })), 'INVALID', 'read to seq 1.5');
+      // Only the newest events of the range, in seq order.
+      expect(await collect(store.read('stream', { last: 1 }))).toEqual([all[11]]);
+      expect(await collect(store.read('stream', { last: 4 }))).toEqual(all.slice(8));
+      expect(await collect(store.read('stream', { last: 50 }))).toEqual(all);
+      expect(await collect(store.read('stream', { toSeq: 6, last: 3 }))).toEqual(all.slice(4, 7));
+      expect(await collect(store.read('stream', { fromSeq: 10, last: 5 }))).toEqual(all.slice(10));
+      expect(await collect(store.read('stream', { fromSeq: 5, toSeq: 2, last: 2 }))).toEqual([]);
+      await expectCode(
+        () => collect(store.read('absent', { last: 1 })),
+        'NOT_FOUND',
+        'read last of an absent session',
+      );
+      await expectCode(() => collect(store.read('stream', { last: 0 })), 'INVALID', 'read of the last 0');
+      await expectCode(() => collect(store.read('stream', { last: 1.5 })), 'INVALID', 'read of the last 1.5');
       // Early exit from a for-await must not break the store.
       for await (const event of store.read('stream')) if (event.seq === 2) break;
       expect(await store.append('stream', [ev(12)])).toEqual({ nextSeq: 13 });

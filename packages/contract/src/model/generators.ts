@@ -101,7 +101,19 @@ function readArbitraryFor(id: fc.Arbitrary<string>): fc.Arbitrary<Cmd> {
       id,
       fc.nat(6),
       fc.nat(6),
-      fc.constantFrom<ReadCommand['shape']>('range', 'range', 'range', 'all', 'from', 'reversed', 'bad'),
+      fc.constantFrom<ReadCommand['shape']>(
+        'range',
+        'range',
+        'range',
+        'all',
+        'from',
+        'reversed',
+        'bad',
+        'last',
+        'last',
+        'rangeLast',
+        'badLast',
+      ),
     )
     .map(([i, f, s, shape]) => new ReadCommand(i, f, s, shape));
 }
