@@ -67,16 +67,12 @@ export function tailOf(events: readonly SessionEvent[], limit: number): LogTail 
 
 /**
  * The last `n` events of a session (fewer when it has fewer), in seq order; [] when it does not
- * exist. One indexed lookup on a store that reads `{ last }`; a store without it streams the log
- * and only the last `n` events are kept.
+ * exist. One indexed lookup on SQLite and PostgreSQL (`read` with `last`).
  */
 export async function readLast(store: SessionStore, id: string, n: number): Promise<SessionEvent[]> {
   const out: SessionEvent[] = [];
   try {
-    for await (const event of store.read(id, { last: n } as ReadRange)) {
-      out.push(event);
-      if (out.length > n) out.shift();
-    }
+    for await (const event of store.read(id, { last: n })) out.push(event);
   } catch (error) {
     if (isTidemarkError(error, 'NOT_FOUND')) return [];
     throw error;
