@@ -4,13 +4,7 @@
 // every batch writes its items last, so the items of a batch closed at count C are the positions
 // C - k .. C - 1. The item at a position is the one written there last: reading batches from the
 // newest, the first item found for each position is the live one.
-import {
-  isTidemarkError,
-  type JsonValue,
-  type ReadRange,
-  type SessionEvent,
-  type SessionStore,
-} from '@tidemark/core';
+import { isTidemarkError, type JsonValue, type SessionEvent, type SessionStore } from '@tidemark/core';
 import { EVENT, type LogHead, linksTo, nonceOf } from './history.js';
 
 /** The end of a log: its head and its last items. */
