@@ -6,6 +6,7 @@ import type { PreparedEvent, SessionEvent } from './event.js';
 import { prepareBatch } from './event.js';
 import { assertValidId, generateId } from './ids.js';
 import { KeyedQueue } from './keyed-queue.js';
+import { lastEvents } from './last-events.js';
 import type {
   MaintainedStore,
   MaintenanceProblem,
@@ -41,20 +42,6 @@ import type {
   SummaryPatch,
   TailPolicy,
 } from './store.js';
-
-/** The last `count` events of a stream, in order, holding at most `count` at a time. */
-async function* lastOf(events: AsyncIterable<SessionEvent>, count: number): AsyncGenerator<SessionEvent> {
-  const ring: SessionEvent[] = [];
-  let start = 0;
-  for await (const event of events) {
-    if (ring.length < count) ring.push(event);
-    else {
-      ring[start] = event;
-      start = (start + 1) % count;
-    }
-  }
-  for (let i = 0; i < ring.length; i++) yield ring[(start + i) % ring.length]!;
-}
 
 /** Validates `repair()` options, filling in the defaults. */
 export function validateRepairOptions(options: unknown): Required<RepairOptions> {
@@ -218,7 +205,7 @@ export abstract class SessionStoreBase implements MaintainedStore {
             ? self.storageRead(id, fromSeq, toSeq)
             : self.storageReadLast !== undefined
               ? self.storageReadLast(id, fromSeq, toSeq, last)
-              : lastOf(self.storageRead(id, fromSeq, toSeq), last);
+              : lastEvents(self.storageRead(id, fromSeq, toSeq), last);
         for await (const event of events) {
           self.assertOpen();
           yield event;

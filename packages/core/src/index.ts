@@ -13,6 +13,7 @@ export * from './fs-port.js';
 export * from './ids.js';
 export * from './json.js';
 export * from './keyed-queue.js';
+export * from './last-events.js';
 export * from './maintenance.js';
 export * from './options.js';
 export * from './paging.js';

@@ -11,6 +11,7 @@ import {
   type AppendResult,
   isTidemarkError,
   type LoadedSession,
+  lastEvents,
   type PreparedEvent,
   type RepairOptions,
   type RepairReport,
@@ -34,6 +35,7 @@ import { createContext, JSONL_OPTION_NAMES, type JsonlStoreOptions, type StoreCo
 import { quietly } from './errors.js';
 import { FORMAT_VERSION } from './format.js';
 import { deleteStored, loadSession, updateStored } from './operations.js';
+import { readLastEvents } from './read-last.js';
 import { readEvents } from './reader.js';
 import { repairLog } from './repair.js';
 import { verifyLog } from './verify.js';
@@ -92,6 +94,19 @@ export class JsonlStore extends SessionStoreBase {
 
   protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
     return readEvents(this.ctx, id, fromSeq, toSeq);
+  }
+
+  /** From the end of the log when it ends clean (read-last.ts), else the last events of the stream. */
+  protected override async *storageReadLast(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number,
+  ): AsyncIterable<SessionEvent> {
+    const fast =
+      toSeq === Number.MAX_SAFE_INTEGER ? await readLastEvents(this.ctx, id, fromSeq, last) : undefined;
+    if (fast !== undefined) yield* fast;
+    else yield* lastEvents(readEvents(this.ctx, id, fromSeq, toSeq), last);
   }
 
   protected storageList(query: ValidListQuery): Promise<SessionPage> {

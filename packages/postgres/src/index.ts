@@ -18,5 +18,6 @@ export {
 export { quarantineAddress } from './maintenance.js';
 export { openPostgresStore } from './open.js';
 export type { PostgresStoreOptions } from './options.js';
+export { READ_PAGE_SIZE } from './read.js';
 export { POSTGRES_APPLICATION, POSTGRES_SCHEMA_VERSION } from './schema.js';
-export { PostgresStore, READ_PAGE_SIZE } from './store.js';
+export { PostgresStore } from './store.js';

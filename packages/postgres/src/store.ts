@@ -44,6 +44,7 @@ import { isUniqueViolation, mapPgError } from './errors.js';
 import { AdvanceGroups } from './group-commit.js';
 import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.js';
 import { POSTGRES_OPTION_NAMES, type PostgresStoreOptions } from './options.js';
+import { type PageSource, readPaged } from './read.js';
 import {
   decodeEventRows,
   type EventRow,
@@ -59,9 +60,6 @@ import {
 } from './rows.js';
 import { POSTGRES_SCHEMA_VERSION, type TableNames, tableNames } from './schema.js';
 import { type Statements, statementsOf } from './statements.js';
-
-/** Events fetched per query by `read()`: bounds its memory and keeps each query short. */
-export const READ_PAGE_SIZE = 1000;
 
 /** pg's own default for a pool made without `max`. */
 const DEFAULT_POOL_MAX = 10;
@@ -310,86 +308,28 @@ export class PostgresStore extends SessionStoreBase {
    * Ends early when the log this stream was reading is gone (deleted, recreated, tail cut).
    */
   protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
-    return this.readStream(id, fromSeq, toSeq, undefined);
+    return readPaged(this.pageSource(id), id, fromSeq, toSeq, undefined);
   }
 
+  /** The last events of the range, found by index (see read.ts). */
   protected override storageReadLast(
     id: string,
     fromSeq: number,
     toSeq: number,
     last: number,
   ): AsyncIterable<SessionEvent> {
-    return this.readStream(id, fromSeq, toSeq, last);
+    return readPaged(this.pageSource(id), id, fromSeq, toSeq, last);
   }
 
-  /**
-   * `storageRead`, or with `last` only the last events of the range as the first page's snapshot
-   * counts them (an index lookup; later pages stop at that snapshot's end).
-   */
-  private async *readStream(
-    id: string,
-    fromSeq: number,
-    toSeq: number,
-    lastCount: number | undefined,
-  ): AsyncIterable<SessionEvent> {
+  /** What a read stream of session `id` needs of this store. */
+  private pageSource(id: string): PageSource {
     const context = this.#db.context(`reading session ${id}`, id);
-    let next = fromSeq;
-    let until = toSeq;
-    let seen: { createdAt: string; lastSeq: number; lastChecksum: string | null } | undefined;
-    for (;;) {
-      this.assertOpen();
-      const page = await this.#db.transaction(
-        context,
-        async (s) => {
-          const row = await this.selectSession(s, id, false);
-          if (row === undefined) {
-            if (seen !== undefined) return undefined;
-            throw errors.notFound(id);
-          }
-          const count = rowToSummary(row).eventCount;
-          if (seen !== undefined) {
-            if (row.created_at !== seen.createdAt) return undefined;
-            const last = await this.selectEvents(s, id, seen.lastSeq, seen.lastSeq);
-            if (last[0]?.[4] !== seen.lastChecksum) return undefined;
-          }
-          const end = Math.min(until, count - 1);
-          if (seen === undefined && lastCount !== undefined) {
-            next = Math.max(next, end - lastCount + 1);
-            until = end;
-          }
-          if (next > end)
-            return {
-              events: [] as SessionEvent[],
-              done: true,
-              createdAt: row.created_at,
-              lastChecksum: null,
-            };
-          const last = Math.min(end, next + READ_PAGE_SIZE - 1);
-          const rows = await this.selectEvents(s, id, next, last);
-          const events = decodeEventRows(id, rows, next);
-          if (events.length < last - next + 1) {
-            const missing = next + events.length;
-            throw errors.corrupt(
-              `session ${id}: seq ${missing} is missing from table events`,
-              { table: 'events', row: `session_id=${id} seq=${missing}`, seq: missing },
-              id,
-            );
-          }
-          return {
-            events,
-            done: last >= end,
-            createdAt: row.created_at,
-            lastChecksum: rows[rows.length - 1]![4] ?? null,
-          };
-        },
-        'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY',
-      );
-      if (page === undefined) return;
-      for (const event of page.events) yield event;
-      if (page.done) return;
-      next += page.events.length;
-      seen = { createdAt: page.createdAt, lastSeq: next - 1, lastChecksum: page.lastChecksum };
-    }
+    return {
+      snapshot: (fn) => this.#db.transaction(context, fn, 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY'),
+      selectSession: (s) => this.selectSession(s, id, false),
+      selectEvents: (s, from, to) => this.selectEvents(s, id, from, to),
+      assertOpen: () => this.assertOpen(),
+    };
   }
 
   /** One page of summaries by keyset on (updated_at DESC, id ASC), using the list indexes. */
