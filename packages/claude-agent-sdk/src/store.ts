@@ -191,9 +191,9 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
 
   /** Folds what follows the cached session's last batch; undefined when that batch is not there. */
   async #catchUp(id: string, key: Owner, cached: FoldedSession): Promise<FoldedSession | undefined> {
-    const events: SessionEvent[] = [];
+    let events: SessionEvent[];
     try {
-      for await (const event of this.#store.read(id, { fromSeq: cached.nextSeq - 1 })) events.push(event);
+      events = await readSince(this.#store, id, cached.nextSeq - 1, CATCH_UP_EVENTS);
     } catch (error) {
       if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
       const empty = emptySession();
@@ -250,7 +250,7 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
       data: event.data,
     }));
     await this.#store.append(id, written);
-    if (before.nextSeq !== 0) await this.#confirmLink(id, before);
+    if (before.nextSeq !== 0) await this.#confirmLink(id, before, written.length);
     foldInto(before, written, owner(key), id);
     if (before.nextSeq !== 0) {
       // A cache for listing: the batch's closing event holds the same state, and a listing that
@@ -280,18 +280,14 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
    * alone cannot tell a log that another host deleted and rewrote to the same length: there the
    * batch landed on a log it was not planned on, every fold skips it, and it is planned again.
    */
-  async #confirmLink(id: string, before: FoldedSession): Promise<void> {
+  async #confirmLink(id: string, before: FoldedSession, written: number): Promise<void> {
     let anchor: SessionEvent | undefined;
     try {
-      for await (const event of this.#store.read(id, {
-        fromSeq: before.nextSeq - 1,
-        toSeq: before.nextSeq - 1,
-      }))
-        anchor = event;
+      anchor = (await readSince(this.#store, id, before.nextSeq - 1, written + 1))[0];
     } catch (error) {
       if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
     }
-    if (anchor === undefined || nonceOf(anchor) !== before.lastNonce) {
+    if (anchor?.seq !== before.nextSeq - 1 || nonceOf(anchor) !== before.lastNonce) {
       this.#cache.delete(id);
       throw raced(id, 'the session was deleted and written again while this write was planned');
     }
@@ -364,6 +360,27 @@ function header(key: SessionKey): JsonValue {
 
 function closing(listing: ListingState, link: BatchLink): PlannedEvent {
   return { type: EVENT.end, data: { ...listing, ...link } as unknown as JsonValue };
+}
+
+/** Events a catch-up reads from the end of the log before it reads from its last known batch on. */
+const CATCH_UP_EVENTS = 64;
+
+/**
+ * The events from `fromSeq` on, read from the end of the log when there are at most `expected` of
+ * them (one short lookup on every backend), else streamed from `fromSeq`.
+ */
+async function readSince(
+  store: SessionStore,
+  id: string,
+  fromSeq: number,
+  expected: number,
+): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for await (const event of store.read(id, { fromSeq, last: expected })) events.push(event);
+  if (events.length < expected || events[0]!.seq === fromSeq) return events;
+  events.length = 0;
+  for await (const event of store.read(id, { fromSeq })) events.push(event);
+  return events;
 }
 
 function raced(id: string, why: string): TidemarkError {

@@ -292,7 +292,7 @@ export class TidemarkSession
       this.tidemarkId,
       planned.map((event, i) => ({ seq: head.nextSeq + i, type: event.type, time, data: event.data })),
     );
-    if (head.nextSeq > 0) await this.#confirmLink(head);
+    if (head.nextSeq > 0) await this.#confirmLink(head, planned.length);
   }
 
   /**
@@ -300,11 +300,20 @@ export class TidemarkSession
    * check alone cannot tell a log that another host deleted and rewrote to the same length: there
    * the batch landed on a log it was not planned on, every reader skips it, and it is planned again.
    */
-  async #confirmLink(head: LogHead): Promise<void> {
+  async #confirmLink(head: LogHead, written: number): Promise<void> {
     const at = head.nextSeq - 1;
     let anchor: SessionEvent | undefined;
     try {
-      for await (const event of this.#store.read(this.tidemarkId, { fromSeq: at, toSeq: at })) anchor = event;
+      // From the end of the log: the closing event before the batch, and the batch.
+      for await (const event of this.#store.read(this.tidemarkId, { fromSeq: at, last: written + 1 })) {
+        anchor ??= event;
+      }
+      // Another writer appended since: the anchor lies further back, so read exactly it.
+      if (anchor !== undefined && anchor.seq !== at) {
+        anchor = undefined;
+        for await (const event of this.#store.read(this.tidemarkId, { fromSeq: at, toSeq: at }))
+          anchor = event;
+      }
     } catch (error) {
       if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
     }
