@@ -3,6 +3,7 @@
 // new object (a cold process) and for every limit. Logs written before closing events held counts
 // are still read right (by a fold).
 import type { AgentInputItem } from '@openai/agents-core';
+import type { JsonValue } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { expect, it } from 'vitest';
 import { TidemarkSession } from '../src/index.js';
@@ -63,7 +64,7 @@ it('reads a log written before closing events held counts', async () => {
   const store = await openMemoryStore();
   await store.create({ id: 'old' });
   const time = new Date().toISOString();
-  const item = (seq: number, text: string) => ({ seq, type: 'openai/item', time, data: user(text) });
+  const item = (seq: number, text: string) => ({ seq, type: 'openai/item', time, data: user(text) as JsonValue });
   await store.append('old', [
     item(0, 'a'),
     item(1, 'b'),
