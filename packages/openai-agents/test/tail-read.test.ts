@@ -64,7 +64,12 @@ it('reads a log written before closing events held counts', async () => {
   const store = await openMemoryStore();
   await store.create({ id: 'old' });
   const time = new Date().toISOString();
-  const item = (seq: number, text: string) => ({ seq, type: 'openai/item', time, data: user(text) as JsonValue });
+  const item = (seq: number, text: string) => ({
+    seq,
+    type: 'openai/item',
+    time,
+    data: user(text) as JsonValue,
+  });
   await store.append('old', [
     item(0, 'a'),
     item(1, 'b'),
