@@ -91,6 +91,8 @@ async function publishFirst(
       sidecarSize: -1,
       unsynced: false,
       repaired: undefined,
+      usedAt: performance.now(),
+      idleTimer: undefined,
     };
     await register(ctx, writer);
     await writeFirstSidecar(ctx, writer, reservation, {
@@ -197,6 +199,7 @@ async function appendTo(
     throw toIoError(error, `appending to ${writer.paths.log}`, id);
   }
   advanceWriter(writer, framed, sync);
+  writer.usedAt = performance.now(); // idle from the end of an append, however long it took
   if (sync && writer.size - writer.sidecarSize > SIDECAR_REFRESH_BYTES) {
     await quietly(() => refreshSidecar(ctx, writer));
   }

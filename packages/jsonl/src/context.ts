@@ -5,6 +5,7 @@ import {
   type BoundaryPredicate,
   backendOptionNames,
   type Durability,
+  errors,
   type FileHandlePort,
   type FileSystem,
   type KeyedQueue,
@@ -32,7 +33,24 @@ export interface JsonlStoreOptions extends StoreOptions {
   lock?: 'file' | 'none';
   /** Writers (open descriptors and locks) kept open at once; the least recently used idle one is closed beyond this. Default 64. */
   maxOpenWriters?: number;
+  /**
+   * How long, in ms, a writer keeps its session's lock (and log descriptor) once idle: no
+   * operation of this store using it has started, run or been queued for that long. Then it syncs
+   * what relaxed mode owes, records its state and releases the lock, so that another process can
+   * write the session; its next append takes the lock again and checks the log against what it
+   * knew first. Default {@link DEFAULT_LOCK_IDLE_MS} (250): another process can write within about
+   * 0.3 s of the last append, and a writer appending more often than that keeps its lock.
+   * `Infinity` (or anything above 2^31 - 1, a timer's limit) keeps the lock until `close()` or
+   * LRU eviction; `0` releases it right after every operation. Ignored with `lock: 'none'`.
+   */
+  lockIdleMs?: number;
 }
+
+/** Default of {@link JsonlStoreOptions.lockIdleMs}. */
+export const DEFAULT_LOCK_IDLE_MS = 250;
+
+/** The longest delay `setTimeout` honours (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Every name {@link JsonlStoreOptions} adds to the shared options; any other is refused. */
 export const JSONL_OPTION_NAMES = backendOptionNames<JsonlStoreOptions>({
@@ -40,6 +58,7 @@ export const JSONL_OPTION_NAMES = backendOptionNames<JsonlStoreOptions>({
   fs: true,
   lock: true,
   maxOpenWriters: true,
+  lockIdleMs: true,
 });
 
 /** A session this instance writes: its open log, its lock and what it knows of the log. */
@@ -59,6 +78,26 @@ export interface Writer {
   unsynced: boolean;
   /** The torn tail opening this writer set aside, until a load or repair reports it. */
   repaired: TornRepair | undefined;
+  /** `performance.now()` when an operation last started or finished using this writer. */
+  usedAt: number;
+  /** The timer that releases the writer once idle (see `lockIdleMs`); undefined when none runs. */
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/**
+ * What a writer released while idle knew of its log, kept so that taking the lock again costs a
+ * check of the log's end instead of a scan of the whole log. Only ever a hint: it is used only
+ * when the log, read again under the lock, still has exactly this length and these last bytes.
+ */
+export interface ParkedWriter {
+  paths: SessionPaths;
+  size: number;
+  nextSeq: number;
+  lastAtMs: number;
+  sidecarSize: number;
+  repaired: TornRepair | undefined;
+  /** The last bytes of the log before `size` (the closing line of its last batch, CRC included). */
+  tail: Buffer;
 }
 
 /** A torn tail set aside when a writer opened its log. */
@@ -85,6 +124,15 @@ export interface StoreContext {
   readonly isBoundary: BoundaryPredicate;
   readonly locking: boolean;
   readonly maxOpenWriters: number;
+  /** See {@link JsonlStoreOptions.lockIdleMs}; Infinity when writers never release while idle. */
+  readonly lockIdleMs: number;
+  /** Writers released while idle (or evicted, or handed over), least recently parked first. */
+  readonly parked: Map<string, ParkedWriter>;
+  /**
+   * The first fault of a writer released in the background (a relaxed-mode fdatasync that failed
+   * when it went idle): nobody waited for it then, so `close()` reports it.
+   */
+  backgroundFailure: unknown;
   /** The store's reservations (read only here): a reserved id's cwd tells where its log would be. */
   readonly reservations: Pick<Reservations, 'get' | 'has'>;
   /** Open writers, least recently used first. */
@@ -130,6 +178,11 @@ export function createContext(options: JsonlStoreOptions, base: StoreBaseState):
   const root = options.root ?? defaultRoot();
   const fs = options.fs ?? nodeFileSystem;
   const locking = (options.lock ?? 'file') === 'file';
+  const lockIdleMs = options.lockIdleMs ?? DEFAULT_LOCK_IDLE_MS;
+  if (typeof lockIdleMs !== 'number' || Number.isNaN(lockIdleMs) || lockIdleMs < 0)
+    throw errors.invalid(
+      `openJsonlStore: lockIdleMs must be a number >= 0 (or Infinity), got ${String(lockIdleMs)}`,
+    );
   return {
     root,
     fs,
@@ -138,6 +191,9 @@ export function createContext(options: JsonlStoreOptions, base: StoreBaseState):
     isBoundary,
     locking,
     maxOpenWriters: Math.max(1, options.maxOpenWriters ?? 64),
+    lockIdleMs: locking && lockIdleMs <= MAX_TIMER_MS ? lockIdleMs : Number.POSITIVE_INFINITY,
+    parked: new Map(),
+    backgroundFailure: undefined,
     reservations: base.reservations,
     writers: new Map(),
     readers: new Set(),

@@ -5,6 +5,7 @@
  * half-written mistaken for data. See the package README for layout, format and recovery rules.
  */
 
+export { DEFAULT_LOCK_IDLE_MS } from './context.js';
 export {
   crc32,
   crc32Utf8,

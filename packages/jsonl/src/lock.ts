@@ -1,8 +1,9 @@
 // One writer per session, across processes and across store instances in one process.
 //
 // A writer holds `<id>.lock`, created exclusively ('wx') and holding its pid, host and a random
-// token, until it closes. Another process meeting a live lock gets CONFLICT (retryable). A lock
-// whose pid is dead (same host) is taken over under a takeover guard, `<id>.lock.takeover.<token>`:
+// token, until it closes or goes idle (lockIdleMs, see writers.ts). Another process meeting a live
+// lock gets CONFLICT (retryable). A lock whose pid is dead (same host) is taken over under a
+// takeover guard, `<id>.lock.takeover.<token>`:
 // only a taker whose guard is the only live one removes a lock it did not create, and only after
 // reading it again and finding the very bytes it judged stale. Without it, two takers could each
 // remove "the stale lock" while one of them was already the fresh lock of a third writer, leaving

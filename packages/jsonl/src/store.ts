@@ -121,10 +121,15 @@ export class JsonlStore extends SessionStoreBase {
     return deleteStored(this.ctx, id, ifUpdatedAt);
   }
 
-  /** Retires every writer (sidecars refreshed, locks released) and closes what streams still hold. */
+  /**
+   * Retires every writer (sidecars refreshed, locks released) and closes what streams still hold;
+   * reports IO when a relaxed sync failed here or when a writer was released while idle.
+   */
   protected async storageClose(): Promise<void> {
     const ctx = this.ctx;
     let failure: unknown;
+    // Idle releases run outside the queues: wait for those under way (their faults are kept).
+    await Promise.all([...ctx.retiring.values()].map((retired) => retired.catch(() => undefined)));
     for (const id of [...ctx.writers.keys()]) {
       try {
         await ctx.queue.run(id, () => retireWriter(ctx, id, true));
@@ -134,7 +139,11 @@ export class JsonlStore extends SessionStoreBase {
     }
     for (const handle of ctx.readers) await quietly(() => handle.close());
     ctx.readers.clear();
+    ctx.parked.clear();
     if (ctx.catalog !== undefined) await ctx.catalog.sink.reset();
+    // A writer released while idle had nobody to tell of a failed sync: close() reports it, as
+    // it would have had the writer still been open.
+    failure ??= ctx.backgroundFailure;
     if (failure !== undefined) throw toIoError(failure, 'closing the store');
   }
 

@@ -5,10 +5,11 @@
 // committed length before the next write, so that a later line never joins a broken one.
 import { errors, type PreparedEvent, toIoError } from '@tidemark/core';
 import { recordBeforeUnlock } from './catalog-record.js';
-import type { StoreContext, Writer } from './context.js';
+import type { ParkedWriter, StoreContext, Writer } from './context.js';
 import { io, quietly } from './errors.js';
 import { writeAll } from './files.js';
 import { encodeBatchBytes } from './format.js';
+import { parkedOf, readTail } from './parked.js';
 import { currentSummary, writeSidecar } from './summary.js';
 
 /** A batch framed for the log, and the time it records. */
@@ -156,9 +157,20 @@ export async function refreshSidecar(ctx: StoreContext, writer: Writer): Promise
   writer.sidecarSize = writer.size;
 }
 
-/** Closes one writer: syncs what relaxed mode owes, refreshes the sidecar, closes the descriptor, releases the lock. */
-export async function closeWriter(ctx: StoreContext, writer: Writer, refresh: boolean): Promise<void> {
+/**
+ * Closes one writer: stops its idle timer, syncs what relaxed mode owes, refreshes the sidecar,
+ * closes the descriptor, releases the lock. With `park`, also returns what the writer knew of its
+ * log (see parked.ts), read while the lock is still held; undefined when anything failed.
+ */
+export async function closeWriter(
+  ctx: StoreContext,
+  writer: Writer,
+  refresh: boolean,
+  park = false,
+): Promise<ParkedWriter | undefined> {
   const id = writer.id;
+  if (writer.idleTimer !== undefined) clearTimeout(writer.idleTimer);
+  writer.idleTimer = undefined;
   let failure: unknown;
   if (writer.handle !== undefined && writer.unsynced) {
     try {
@@ -171,10 +183,17 @@ export async function closeWriter(ctx: StoreContext, writer: Writer, refresh: bo
     await quietly(() => refreshSidecar(ctx, writer));
   }
   const { handle, lock } = writer;
+  let parked: ParkedWriter | undefined;
+  if (park && failure === undefined && handle !== undefined) {
+    await quietly(async () => {
+      parked = parkedOf(writer, await readTail(handle, writer.size, `reading ${writer.paths.log}`, id));
+    });
+  }
   if (handle !== undefined) await quietly(() => handle.close());
   if (lock !== undefined) {
     await recordBeforeUnlock(ctx, writer.paths, id);
     await quietly(() => lock.release());
   }
   if (failure !== undefined) throw failure;
+  return parked;
 }

@@ -337,7 +337,8 @@ describe('lock registration and guards under interleavings', () => {
       writeFileSync(neighbour, dead);
       // Y takes the odd id's stale lock over and stops just before removing it.
       const y = pauseAt('unlink', (path) => path === lock);
-      const Y = await openJsonlStore({ root, fs: y.fs });
+      // Y's lock must still be held below, however slow this machine: it never goes idle.
+      const Y = await openJsonlStore({ root, fs: y.fs, lockIdleMs: Number.POSITIVE_INFINITY });
       const yFirst = outcome(Y.append(id, [ev(1, 'note', { w: 'y' })]));
       await y.reached;
       const X = await openJsonlStore({ root });

@@ -59,7 +59,7 @@ describe('options', () => {
       );
       expect(error?.code).toBe('INVALID');
       expect(error?.message).toBe(
-        'openJsonlStore: unknown option "dir" (known options: root, fs, lock, maxOpenWriters, durability, boundaryTypes, maxEventBytes, maxDepth)',
+        'openJsonlStore: unknown option "dir" (known options: root, fs, lock, maxOpenWriters, lockIdleMs, durability, boundaryTypes, maxEventBytes, maxDepth)',
       );
       expect(readdirSync(home)).toEqual([]);
     } finally {

@@ -80,7 +80,8 @@ describe('a writer evicted (maxOpenWriters) while the same session is used again
         if (stalled && to === a.lock) open(); // a new lock for 'a' is in place: let the stalled release go on
       },
     };
-    const store = await openJsonlStore({ root, fs, maxOpenWriters: 1 });
+    // Never released while idle: the lock checked below is the one this eviction race left.
+    const store = await openJsonlStore({ root, fs, maxOpenWriters: 1, lockIdleMs: Number.POSITIVE_INFINITY });
     await store.create({ id: 'a' });
     await store.append('a', evs(0, 1, true));
     await store.create({ id: 'b' });
