@@ -119,6 +119,7 @@ describe.each(await sharedBackends())('two hosts over one $name store', (backend
     const projectKey = (await store.list()).sessions[0]?.cwd ?? '';
     const key = { projectKey, sessionId: SESSION_ID };
     expect((await a.load(key))?.map((e) => e.uuid)).toEqual(main.map((e) => e.uuid));
+    await handOver();
     await a.delete(key);
     expect(await a.load(key)).toBeNull();
     await handOver();

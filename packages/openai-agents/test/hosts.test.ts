@@ -49,6 +49,7 @@ describe.each(await sharedBackends())('two hosts over one $name store', (backend
     await handOver();
     await b.call('addItems', 'chat', [user('four')]);
     expect(await session.getItems(2)).toEqual([user('two'), user('four')]);
+    await handOver();
     expect(await session.popItem()).toEqual(user('four'));
   });
 
