@@ -17,5 +17,6 @@ export {
   type CreateChatInit,
   createChatStore,
   type OnEndOptions,
+  type SaveChatArgs,
   type SaveResult,
 } from './chat-store.js';

@@ -1,5 +1,6 @@
 // The example in the README runs as written (plain Node on the built packages) and prints the
-// saved chat: two full turns, an aborted third, one active-stream claim won of two.
+// saved chat: two full turns, a regenerated answer, two tabs at once (the stale save refused and
+// applied again on top), an aborted turn, one active-stream claim won of two.
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -9,16 +10,23 @@ it('examples/chat-route.mjs drives streamText offline and saves the chat', async
   const script = fileURLToPath(new URL('../examples/chat-route.mjs', import.meta.url));
   const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 60_000 });
   const lines = stdout.trim().split('\n');
-  expect(lines.slice(0, 4)).toEqual([
+  expect(lines.slice(0, 8)).toEqual([
     'user      What is tidemark?',
     'assistant Durable session logs for agents.',
     'user      And on a crash?',
-    'assistant Every save lands whole or not at all.',
+    // The regenerated answer replaced the first one ("Every save lands whole or not at all.").
+    'assistant A save lands whole or not at all.',
+    // Two tabs at once: the second was refused as stale, then added on top of the first.
+    'user      Which backends?',
+    'assistant JSONL, SQLite and PostgreSQL.',
+    'user      And the UI?',
+    'assistant A local viewer.',
   ]);
-  expect(lines[4]).toBe('user      Tell me more');
-  expect(lines[5]).toMatch(/^assistant It/);
-  expect(lines[5]).not.toContain('fault harness');
-  expect(lines[6]).toMatch(
+  expect(lines[8]).toBe('user      Tell me more');
+  expect(lines[9]).toMatch(/^assistant It/);
+  expect(lines[9]).not.toContain('fault harness');
+  expect(lines[10]).toMatch(
     /^last stream aborted: true; active stream: stream-[AB] \(claims: (true, false|false, true)\)$/,
   );
+  expect(lines[11]).toBe('saves refused as stale and applied again: 1');
 });

@@ -1,70 +1,152 @@
 // A storage fault reaches the caller, and through the end handler the AI SDK's response stream,
-// as the store's typed IO error: never as an absent chat, an empty chat or a silent success. After
-// the fault is lifted, the same save lands once.
-import { type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+// as the store's typed IO error: never as an absent chat, an empty chat or a silent success.
+// Every operation of the adapter meets every store method it calls failing (each read of a load
+// apart: the tail and the read from the snapshot), and after the fault is lifted the chat is as
+// it was and the same operation succeeds.
+import { isTidemarkError, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { convertToModelMessages, streamText, type UIMessage } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { createChatStore, sessionIdOfChat } from '../src/index.js';
+import { type ChatStore, createChatStore, sessionIdOfChat } from '../src/index.js';
 import { scriptedModel } from './mock-model.js';
 
-/** A store whose `append` or `load` fails with IO (EIO) while the switch is on. */
-function faultyStore(inner: SessionStore, fail: { append: boolean; load: boolean }): SessionStore {
-  const eio = (what: string) =>
-    new TidemarkError('IO', `${what}: EIO: i/o error`, {
-      errno: 'EIO',
-      retryable: true,
-      cause: Object.assign(new Error('EIO'), { code: 'EIO' }),
-    });
+const METHODS = ['create', 'append', 'load', 'read', 'has', 'list', 'update', 'delete'] as const;
+type Method = (typeof METHODS)[number];
+
+const eio = (what: string) =>
+  new TidemarkError('IO', `${what}: EIO: i/o error`, {
+    errno: 'EIO',
+    retryable: true,
+    cause: Object.assign(new Error('EIO'), { code: 'EIO' }),
+  });
+
+/** What to fail: a store method, on every call or only on its `nth` call (1-based). */
+interface Fault {
+  method?: Method;
+  nth?: number;
+}
+
+/** A store whose `fault.method` fails with IO; counts the calls of every method. */
+function faultyStore(inner: SessionStore, fault: Fault, calls: Map<string, number>): SessionStore {
   return new Proxy(inner, {
     get(target, key) {
-      if (key === 'append' && fail.append)
-        return async (_id: string, _events: readonly SessionEvent[]) => Promise.reject(eio('append'));
-      if (key === 'load' && fail.load) return async () => Promise.reject(eio('load'));
       const value = Reflect.get(target, key);
-      return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function') return value;
+      const method = String(key);
+      return (...args: unknown[]) => {
+        const count = (calls.get(method) ?? 0) + 1;
+        calls.set(method, count);
+        const failing = fault.method === method && (fault.nth === undefined || fault.nth === count);
+        if (!failing) return value.apply(target, args);
+        if (method === 'read') {
+          return {
+            [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(eio('read')) }),
+          } satisfies AsyncIterable<SessionEvent>;
+        }
+        return Promise.reject(eio(method));
+      };
     },
   });
 }
 
-const hi: UIMessage = { id: 'u1', role: 'user', parts: [{ type: 'text', text: 'hi' }] };
+const text = (id: string, role: UIMessage['role'], value: string): UIMessage => ({
+  id,
+  role,
+  parts: [{ type: 'text', text: value }],
+});
+const hi = text('u1', 'user', 'hi');
 
-describe('storage faults', () => {
-  it('a failing append rejects saveChat, createChat and setActiveStreamId with IO and writes nothing', async () => {
-    const inner = await openMemoryStore();
-    const fail = { append: true, load: false };
-    const chats = createChatStore({ store: faultyStore(inner, fail) });
-    await expect(chats.createChat({ id: 'c1' })).rejects.toMatchObject({ code: 'IO', errno: 'EIO' });
-    await expect(chats.saveChat({ chatId: 'c2', messages: [hi] })).rejects.toMatchObject({ code: 'IO' });
-    await expect(chats.setActiveStreamId('c3', null, 's')).rejects.toMatchObject({ code: 'IO' });
-    for (const id of ['c1', 'c2', 'c3']) expect(await inner.has(sessionIdOfChat(id))).toBe(false);
+/** A chat saved 50 times, one message each: its last snapshot lies before the tail a load reads. */
+async function seededStore(): Promise<{ inner: SessionStore; held: UIMessage[] }> {
+  const inner = await openMemoryStore();
+  const chats = createChatStore({ store: inner });
+  const held: UIMessage[] = [];
+  for (let i = 0; i < 50; i++) {
+    held.push(text(`m${i}`, i % 2 === 0 ? 'user' : 'assistant', `message ${i}`));
+    await chats.saveChat({ chatId: 'c', messages: held });
+  }
+  await chats.setActiveStreamId('c', null, 'stream-1');
+  return { inner, held };
+}
 
-    fail.append = false;
-    expect(await chats.saveChat({ chatId: 'c2', messages: [hi] })).toMatchObject({
-      written: true,
-      appended: 1,
-    });
-    expect(await chats.saveChat({ chatId: 'c2', messages: [hi] })).toMatchObject({ written: false });
-    expect(await chats.loadChat('c2')).toEqual([hi]);
+/** Every operation of the adapter, on the seeded chat `c` and on chats that do not exist. */
+function operations(held: UIMessage[]): Array<[string, (chats: ChatStore) => Promise<unknown>]> {
+  const more = [...held, text('n1', 'user', 'one more')];
+  return [
+    ['createChat', (chats) => chats.createChat({ id: 'new-chat' })],
+    ['loadChat', (chats) => chats.loadChat('c')],
+    ['loadChat of an absent chat', (chats) => chats.loadChat('absent').catch(notFoundAsNull)],
+    ['loadChatState', (chats) => chats.loadChatState('c')],
+    ['saveChat', (chats) => chats.saveChat({ chatId: 'c', messages: more })],
+    ['saveChat of a new chat', (chats) => chats.saveChat({ chatId: 'new-chat', messages: [hi] })],
+    [
+      'saveChat with a version',
+      async (chats) => {
+        const { version } = await chats.loadChatState('c');
+        return chats.saveChat({ chatId: 'c', messages: [hi], version });
+      },
+    ],
+    [
+      'onEnd',
+      (chats) => chats.onEnd('c', { activeStreamId: 'stream-1' })({ messages: more, isAborted: false }),
+    ],
+    ['deleteChat', (chats) => chats.deleteChat('c')],
+    ['getActiveStreamId', (chats) => chats.getActiveStreamId('c')],
+    ['setActiveStreamId', (chats) => chats.setActiveStreamId('c', 'stream-1', 'stream-2')],
+  ];
+}
+
+/** NOT_FOUND of an absent chat is an answer, not a fault: null, so a fault cannot pass for it. */
+function notFoundAsNull(error: unknown): null {
+  if (isTidemarkError(error, 'NOT_FOUND')) return null;
+  throw error;
+}
+
+const { held: HELD } = await seededStore();
+const FAULTS: Fault[] = [
+  ...METHODS.map((method) => ({ method })),
+  { method: 'read', nth: 1 },
+  { method: 'read', nth: 2 },
+];
+
+describe('every operation under a failing store', () => {
+  it.each(operations(HELD).map(([name]) => name))('%s rejects with IO and changes nothing', async (name) => {
+    const run = operations(HELD).find(([n]) => n === name)![1];
+    let faultsMet = 0;
+    for (const fault of FAULTS) {
+      const { inner } = await seededStore();
+      const before = (await inner.load(sessionIdOfChat('c'))).events;
+      const armed: Fault = { ...fault };
+      const calls = new Map<string, number>();
+      const chats = createChatStore({ store: faultyStore(inner, armed, calls) });
+      const outcome = await run(chats).then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+      const met = (calls.get(fault.method!) ?? 0) >= (fault.nth ?? 1);
+      if (met) {
+        faultsMet++;
+        expect('error' in outcome, `${name} with ${JSON.stringify(fault)} failing resolved`).toBe(true);
+        expect((outcome as { error: unknown }).error).toMatchObject({ name: 'TidemarkError', code: 'IO' });
+        // Nothing written: the chat is as it was, and the new chat was not started.
+        expect((await inner.load(sessionIdOfChat('c'))).events).toEqual(before);
+        expect(await inner.has(sessionIdOfChat('new-chat'))).toBe(false);
+        // Lifted: the store is still writable and the same operation succeeds on this instance.
+        armed.method = undefined;
+        await expect(run(chats)).resolves.not.toBeInstanceOf(Error);
+      } else {
+        expect(outcome, `${name} with ${JSON.stringify(fault)}, never called`).not.toHaveProperty('error');
+      }
+      await inner.close();
+    }
+    expect(faultsMet).toBeGreaterThan(0);
   });
+});
 
-  it('a failing load is IO for loadChat and saveChat, never NOT_FOUND or an empty chat', async () => {
+describe('storage faults through the AI SDK', () => {
+  it('the response stream fails with the IO error of the end handler', async () => {
     const inner = await openMemoryStore();
-    const fail = { append: false, load: false };
-    const chats = createChatStore({ store: faultyStore(inner, fail) });
-    await chats.saveChat({ chatId: 'c1', messages: [hi] });
-    fail.load = true;
-    await expect(chats.loadChat('c1')).rejects.toMatchObject({ code: 'IO' });
-    await expect(chats.loadChat('never-written')).rejects.toMatchObject({ code: 'IO' });
-    // A save must not take an unreadable chat for a new one and start it over.
-    await expect(chats.saveChat({ chatId: 'c1', messages: [] })).rejects.toMatchObject({ code: 'IO' });
-    fail.load = false;
-    expect(await chats.loadChat('c1')).toEqual([hi]);
-  });
-
-  it('reaches the AI SDK: the response stream fails with the IO error of the end handler', async () => {
-    const inner = await openMemoryStore();
-    const chats = createChatStore({ store: faultyStore(inner, { append: true, load: false }) });
+    const chats = createChatStore({ store: faultyStore(inner, { method: 'append' }, new Map()) });
     const response = streamText({
       model: scriptedModel(['a', 'b']),
       messages: await convertToModelMessages([hi]),

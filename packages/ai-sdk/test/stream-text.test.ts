@@ -47,7 +47,8 @@ async function postMessage(
     responseId: string;
   },
 ): Promise<Turn> {
-  const previous = await chats.loadChat(chatId);
+  // The version loaded makes the save compare-and-set whatever the turn changes.
+  const { messages: previous, version } = await chats.loadChatState(chatId);
   const messages = [...previous.filter((m) => m.id !== message.id), message];
   const result = streamText({
     model: scriptedModel(options.words, options.delayMs),
@@ -55,7 +56,7 @@ async function postMessage(
     ...(options.abortSignal !== undefined && { abortSignal: options.abortSignal }),
   });
   const done = deferred();
-  const onEnd = chats.onEnd(chatId);
+  const onEnd = chats.onEnd(chatId, { version });
   const response = result.toUIMessageStreamResponse<ChatMessage>({
     originalMessages: messages,
     generateMessageId: () => options.responseId,
@@ -136,10 +137,11 @@ describe.each(BACKENDS)('streamText persisted on $name', (kind) => {
     await first.response.text();
     await first.saved;
 
-    // The last message is the assistant's: the AI SDK continues it (isContinuation).
-    const messages = await chats.loadChat(chatId);
+    // The last message is the assistant's: the AI SDK continues it (isContinuation), which
+    // changes a stored message, so the save names the version it continues.
+    const { messages, version } = await chats.loadChatState(chatId);
     let continuation: boolean | undefined;
-    const onEnd = chats.onEnd(chatId);
+    const onEnd = chats.onEnd(chatId, { version });
     const done = deferred();
     const response = streamText({
       model: scriptedModel([' and two']),

@@ -1,3 +1,4 @@
+import { concurrentPairs } from './concurrent-pairs.js';
 import { concurrentProcesses } from './concurrent-real.js';
 import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
 import type { CrashStateLimits } from './crash-fs.js';
@@ -254,6 +255,13 @@ export async function runFaultHarness(
       const swept = { errnos, engineErrnos, persistentErrnos, quick, skip, options };
       await sweepOneMode(driver, report, mode, swept, total);
     }
+    // Two instances racing every pair of calls, no fault: once per driver, in its first mode.
+    if (!skip.has('errors'))
+      total.runs += await concurrentPairs(driver, report, {
+        quick,
+        mode: { durability: driver.durabilities?.[0] ?? 'strict', sample: 1 },
+        ...(options.progress && { progress: options.progress }),
+      });
     if (!skip.has('real')) {
       const realOptions: RealFaultOptions = {
         kills: options.kills ?? (quick ? 20 : 200),

@@ -9,6 +9,7 @@ export * from './args.js';
 export * from './child-protocol.js';
 export * from './concurrent.js';
 export * from './concurrent-model.js';
+export * from './concurrent-pairs.js';
 export * from './concurrent-real.js';
 export * from './concurrent-sweeps.js';
 export * from './crash-fs.js';

@@ -47,6 +47,12 @@ export type ViolationKind =
    * instances read different histories once the fault was lifted.
    */
   | 'concurrent-writers'
+  /**
+   * Two store instances racing with no fault injected: a call answered what no race explains
+   * (CORRUPT for a session that is not damaged, IO, …) instead of success, CONFLICT, NOT_FOUND or
+   * ALREADY_EXISTS, or a load after the race did.
+   */
+  | 'race-error'
   /** Bytes a repair or tail cut took out of a log are not in quarantine byte for byte (contract §1, §4). */
   | 'unquarantined-bytes'
   /**

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   type CrashStateLimits,
   concurrentCrashSweepFs,
+  concurrentPairs,
   crashSweepFs,
   damageSweepFs,
   type HarnessOptions,
   type HarnessReport,
+  PAIRS_CELL,
   QUICK_CRASH_LIMITS,
   QUICK_MODE_SAMPLE,
   ReportBuilder,
@@ -18,6 +20,7 @@ import {
   engineHasWithoutHook,
   engineSwallowingBusy,
   engineSwallowingEacces,
+  engineUpdateLooksTwice,
   sqliteOpenFaultAsNotFound,
 } from './fixtures/broken-engines.js';
 import {
@@ -256,6 +259,24 @@ describe('mutation check: the harness catches deliberately broken engine backend
     expect(cell?.status).toBe('fail');
     // Its cell of the write-path workload fails the same way: nothing else does.
     expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['outcome-missing']));
+  }, 60_000);
+
+  it('(y) an update that decides "damaged" from two looks: CORRUPT when racing a first append', async () => {
+    // The pair probe alone, as the quick run makes it: the rest of the harness has no such race.
+    const builder = new ReportBuilder();
+    await concurrentPairs(engineUpdateLooksTwice(), builder, {
+      quick: true,
+      mode: { durability: 'strict', sample: 1 },
+    });
+    const report = builder.build(true, new Date(), []);
+    const failed = report.cells.filter((c) => c.status === 'fail').map((c) => c.faultClass);
+    expect(failed).toEqual([PAIRS_CELL]);
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['race-error']));
+    expect(report.failures.map((f) => f.detail)).toContainEqual(
+      expect.stringMatching(
+        /^firstAppend × update: update\(sess-pair-\d-firstAppend-update\) by w1 answered CORRUPT$/,
+      ),
+    );
   }, 60_000);
 });
 

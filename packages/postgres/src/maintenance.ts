@@ -24,6 +24,7 @@ import {
   type SessionRow,
 } from './rows.js';
 import type { TableNames } from './schema.js';
+import { sessionRow } from './snapshot.js';
 
 /** Where quarantined rows of a session are kept. */
 export function quarantineAddress(schema: string, sessionId: string): string {
@@ -138,6 +139,7 @@ function problemOf(sessionId: string, error: unknown, seq?: number): Maintenance
   return problem;
 }
 
+/** The row and the events of a session, read in the caller's snapshot (verify: REPEATABLE READ). */
 async function readSession(
   s: Session,
   t: TableNames,
@@ -148,12 +150,17 @@ async function readSession(
     `SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1`,
     [id],
   );
-  const rows = await s.rows(
+  const rows = await readEvents(s, t, id);
+  return head.rows[0] === undefined ? { rows } : { row: head.rows[0], rows };
+}
+
+/** Every event row of a session, in seq order. */
+function readEvents(s: Session, t: TableNames, id: string): Promise<EventRow[]> {
+  return s.rows(
     'SELECT events',
     `SELECT ${EVENT_COLUMNS} FROM ${t.events} WHERE session_id = $1 ORDER BY seq`,
     [id],
   );
-  return head.rows[0] === undefined ? { rows } : { row: head.rows[0], rows };
 }
 
 function orphanHealth(id: string, rows: number): SessionHealth {
@@ -239,16 +246,18 @@ export async function repairSession(
   isBoundary: BoundaryPredicate,
 ): Promise<RepairReport> {
   return db.transaction(db.context(`repairing session ${id}`, id), async (s) => {
-    await s.query('SELECT sessions', `SELECT 1 FROM ${t.sessions} WHERE id = $1 FOR UPDATE`, [id]);
-    const { row, rows } = await readSession(s, t, id);
-    if (row === undefined) {
-      if (rows.length === 0) throw errors.notFound(id);
+    // Absence and a missing row are decided in one snapshot (snapshot.ts); with the row locked,
+    // no writer changes the events read next.
+    const row = await sessionRow(s, t, id, true);
+    if (row === 'absent') throw errors.notFound(id);
+    if (row === 'orphaned') {
       throw errors.corrupt(
         `session ${id}: its sessions row is missing; repair will not invent one (restore a backup)`,
         { table: 'sessions', row: `id=${id}` },
         id,
       );
     }
+    const rows = await readEvents(s, t, id);
     const summary = rowToSummary(row); // CORRUPT for a damaged row: nothing to rebuild from
     const { health, firstBad } = checkRows(id, row, rows, isBoundary);
     const report: RepairReport = {

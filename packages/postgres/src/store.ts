@@ -59,6 +59,7 @@ import {
   summaryColumns,
 } from './rows.js';
 import { POSTGRES_SCHEMA_VERSION, type TableNames, tableNames } from './schema.js';
+import { presenceOf, sessionRow } from './snapshot.js';
 import { type Statements, statementsOf } from './statements.js';
 
 /** pg's own default for a pool made without `max`. */
@@ -109,19 +110,11 @@ export class PostgresStore extends SessionStoreBase {
 
   /** True when stored; CORRUPT when only events are (a damaged sessions row); false when absent. */
   protected async storageHas(id: string): Promise<boolean> {
-    const t = this.#t;
-    const found = await this.#db.run(this.#db.context(`looking up session ${id}`, id), (s) =>
-      s.query<{ session: boolean; events: boolean }>(
-        'SELECT sessions',
-        `SELECT EXISTS (SELECT 1 FROM ${t.sessions} WHERE id = $1) AS session,
-                EXISTS (SELECT 1 FROM ${t.events} WHERE session_id = $1) AS events`,
-        [id],
-      ),
+    const presence = await this.#db.run(this.#db.context(`looking up session ${id}`, id), (s) =>
+      presenceOf(s, this.#t, id),
     );
-    const row = found.rows[0]!;
-    if (row.session) return true;
-    if (row.events) throw sessionRowDamaged(id);
-    return false;
+    if (presence === 'orphaned') throw sessionRowDamaged(id);
+    return presence === 'stored';
   }
 
   /** Writes the batch (or confirms an idempotent retry); NOT_FOUND when neither stored nor reserved. */
@@ -182,8 +175,10 @@ export class PostgresStore extends SessionStoreBase {
     } catch (error) {
       this.#heads.delete(id);
       if (isUniqueViolation(error)) {
-        // A writer that bypassed next_seq stored these seqs, or events outlived a damaged row.
-        if (!(await this.storageHas(id))) throw sessionRowDamaged(id);
+        // A writer that bypassed next_seq stored these seqs, or events outlived a damaged row:
+        // storageHas tells them apart in one snapshot (CORRUPT for events without their row). A
+        // session found absent here was deleted after the violation: nothing says it is damaged.
+        await this.storageHas(id);
         throw new TidemarkError('CONFLICT', `session ${id}: another writer stored these seqs first`, {
           sessionId: id,
           cause: error instanceof TidemarkError ? error.cause : error,
@@ -219,22 +214,14 @@ export class PostgresStore extends SessionStoreBase {
     return s.rows('SELECT events', text, [id, fromSeq, toSeq], name);
   }
 
-  /** Selects the sessions row (FOR UPDATE when `lock`); CORRUPT for orphaned events, undefined when absent. */
+  /**
+   * The sessions row (FOR UPDATE when `lock`); CORRUPT for orphaned events, undefined when absent.
+   * Both verdicts come from one snapshot, never from two statements (snapshot.ts).
+   */
   private async selectSession(s: Session, id: string, lock: boolean): Promise<SessionRow | undefined> {
-    const t = this.#t;
-    const result = await s.query<SessionRow>(
-      'SELECT sessions',
-      `SELECT ${SESSION_COLUMNS} FROM ${t.sessions} WHERE id = $1${lock ? ' FOR UPDATE' : ''}`,
-      [id],
-    );
-    if (result.rows[0] !== undefined) return result.rows[0];
-    const orphans = await s.query(
-      'SELECT events',
-      `SELECT 1 FROM ${t.events} WHERE session_id = $1 LIMIT 1`,
-      [id],
-    );
-    if (orphans.rows.length > 0) throw sessionRowDamaged(id);
-    return undefined;
+    const row = await sessionRow(s, this.#t, id, lock);
+    if (row === 'orphaned') throw sessionRowDamaged(id);
+    return row === 'absent' ? undefined : row;
   }
 
   /** Every event with the commit state, in one snapshot; `cut` quarantines an interrupted tail. */
@@ -373,24 +360,23 @@ export class PostgresStore extends SessionStoreBase {
     });
   }
 
-  /** Removes events and row in one transaction; CONFLICT when `ifUpdatedAt` no longer matches. */
+  /**
+   * Removes events and row in one transaction, the row locked first; CONFLICT when `ifUpdatedAt`
+   * no longer matches. Deletes nothing unless it holds the lock: without it, a first append could
+   * commit between the two DELETEs (each its own snapshot) and keep its events without their row.
+   */
   protected async storageDelete(id: string, ifUpdatedAt: string | undefined): Promise<'deleted' | 'absent'> {
     this.#heads.delete(id);
     const t = this.#t;
     return this.#db.transaction(this.#db.context(`deleting session ${id}`, id), async (s) => {
-      const current = await s.query<{ updated_at: string }>(
-        'SELECT sessions',
-        `SELECT updated_at FROM ${t.sessions} WHERE id = $1 FOR UPDATE`,
-        [id],
-      );
-      const updatedAt = current.rows[0]?.updated_at;
-      if (ifUpdatedAt !== undefined && updatedAt !== undefined && updatedAt !== ifUpdatedAt)
-        throw deleteConflict(id, ifUpdatedAt, updatedAt);
-      const events = await s.query('DELETE events', `DELETE FROM ${t.events} WHERE session_id = $1`, [id]);
-      const session = await s.query('DELETE sessions', `DELETE FROM ${t.sessions} WHERE id = $1`, [id]);
-      // Events without their row: the row is damaged. Throwing rolls back, keeping them for repair.
-      if (session.rowCount === 0 && (events.rowCount ?? 0) > 0) throw sessionRowDamaged(id);
-      return session.rowCount === 0 ? 'absent' : 'deleted';
+      // Events without their row: the row is damaged. Nothing is deleted, keeping them for repair.
+      const row = await this.selectSession(s, id, true);
+      if (row === undefined) return 'absent';
+      if (ifUpdatedAt !== undefined && row.updated_at !== ifUpdatedAt)
+        throw deleteConflict(id, ifUpdatedAt, row.updated_at);
+      await s.query('DELETE events', `DELETE FROM ${t.events} WHERE session_id = $1`, [id]);
+      await s.query('DELETE sessions', `DELETE FROM ${t.sessions} WHERE id = $1`, [id]);
+      return 'deleted';
     });
   }
 
