@@ -11,18 +11,23 @@ import {
   type JsonValue,
   KeyedQueue,
   nowIso,
+  type SessionEvent,
   type SessionStore,
   type SessionSummary,
   TidemarkError,
 } from '@tidemark/core';
 import { checkEntries, checkKey, checkProjectKey, tidemarkIdOf } from './keys.js';
 import {
+  type BatchLink,
   EVENT,
   emptySession,
   type FoldedSession,
+  foldInto,
   foldSession,
   type ListingState,
   MAIN,
+  newNonce,
+  nonceOf,
   transcriptName,
 } from './transcript.js';
 
@@ -58,13 +63,21 @@ const owner = (key: SessionKey): Owner => ({ projectKey: key.projectKey, session
  * replays add nothing twice. Summaries are folded with the SDK's `foldSessionSummary` inside the
  * append and written in the same batch.
  *
+ * Several processes may share one store, each with its own object: the store is the truth and
+ * this object's cache of folded sessions only a hint. Every call first confirms the cache with one
+ * read of what follows the last batch it knows (the batch itself, by its random nonce), so another
+ * host's append, delete or rewrite is seen as by a process that has just started; a write whose
+ * log was deleted and rewritten while it was planned is found by a read after it, skipped by
+ * every fold, and planned again. Racing appends replan on CONFLICT (`maxConflictRetries`).
+ *
  * Failures are `TidemarkError`s: INVALID for bad keys and entries, the store's IO, CORRUPT and
- * CLOSED for storage faults, which reach the SDK as errors, never as an absent session.
+ * CLOSED for storage faults, which reach the SDK as errors, never as an absent session; CONFLICT
+ * when other writers won more than `maxConflictRetries` races in a row.
  */
 export class TidemarkSessionStore implements ClaudeSessionStore {
   readonly #store: SessionStore;
   readonly #queue = new KeyedQueue();
-  /** Folded sessions this object wrote or read; an append that loses a race reloads. */
+  /** Folded sessions this object wrote or read: a hint, confirmed against the store on every call. */
   readonly #cache = new Map<string, FoldedSession>();
   readonly #maxConflictRetries: number;
 
@@ -85,14 +98,14 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     const id = tidemarkIdOf(key);
     await this.#queue.run(id, async () => {
       for (let attempt = 0; ; attempt++) {
-        const session = this.#cache.get(id) ?? (await this.#read(id, owner(key)));
+        const session = await this.#current(id, owner(key));
         const kept = newEntries(session, key, copy);
+        // Every entry is stored already: the read in this call confirmed it.
         if (kept.length === 0) return;
         try {
           await this.#write(id, key, session, appendBatch(session, key, kept));
           return;
         } catch (error) {
-          this.#cache.delete(id);
           if (!isRace(error) || attempt >= this.#maxConflictRetries) throw error;
         }
       }
@@ -103,9 +116,11 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
     checkKey(key, 'load');
     const id = tidemarkIdOf(key);
-    const session = await this.#queue.run(id, () => this.#read(id, owner(key)));
-    const transcript = session.transcripts.get(transcriptName(key));
-    return transcript === undefined ? null : (cloneJson(transcript.entries) as SessionStoreEntry[]);
+    return this.#queue.run(id, async () => {
+      const session = await this.#current(id, owner(key));
+      const transcript = session.transcripts.get(transcriptName(key));
+      return transcript === undefined ? null : (cloneJson(transcript.entries) as SessionStoreEntry[]);
+    });
   }
 
   /** Sessions of a project that have a main transcript, with their last persist time. */
@@ -140,13 +155,12 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
         return;
       }
       for (let attempt = 0; ; attempt++) {
-        const session = await this.#read(id, owner(key));
+        const session = await this.#current(id, owner(key));
         if (!session.transcripts.has(key.subpath)) return;
         try {
           await this.#write(id, key, session, dropBatch(session, key));
           return;
         } catch (error) {
-          this.#cache.delete(id);
           if (!isRace(error) || attempt >= this.#maxConflictRetries) throw error;
         }
       }
@@ -157,11 +171,50 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
   async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
     checkKey(key, 'listSubkeys', false);
     const id = tidemarkIdOf(key);
-    const session = await this.#queue.run(id, () => this.#read(id, owner(key)));
+    const session = await this.#queue.run(id, () => this.#current(id, owner(key)));
     return [...session.transcripts.keys()].filter((name) => name !== MAIN);
   }
 
+  /**
+   * The session as the store holds it now: the cached fold brought up to date by one read from
+   * its last known batch on, or, when that batch is gone (deleted, rewritten) or nothing is
+   * cached, the whole log folded again.
+   */
+  async #current(id: string, key: Owner): Promise<FoldedSession> {
+    const cached = this.#cache.get(id);
+    if (cached !== undefined && cached.lastNonce !== null) {
+      const caughtUp = await this.#catchUp(id, key, cached);
+      if (caughtUp !== undefined) return caughtUp;
+    }
+    return this.#read(id, key);
+  }
+
+  /** Folds what follows the cached session's last batch; undefined when that batch is not there. */
+  async #catchUp(id: string, key: Owner, cached: FoldedSession): Promise<FoldedSession | undefined> {
+    let events: SessionEvent[];
+    try {
+      events = await readSince(this.#store, id, cached.nextSeq - 1, CATCH_UP_EVENTS);
+    } catch (error) {
+      if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+      const empty = emptySession();
+      this.#cache.set(id, empty);
+      return empty;
+    }
+    const anchor = events[0];
+    const same =
+      anchor?.seq === cached.nextSeq - 1 && anchor.type === EVENT.end && nonceOf(anchor) === cached.lastNonce;
+    if (!same) return undefined;
+    try {
+      return foldInto(cached, events.slice(1), key, id);
+    } catch (error) {
+      this.#cache.delete(id);
+      throw error;
+    }
+  }
+
+  /** Folds the whole log. */
   async #read(id: string, key: Owner): Promise<FoldedSession> {
+    this.#cache.delete(id);
     let session: FoldedSession;
     try {
       session = foldSession((await this.#store.load(id)).events, key, id);
@@ -173,30 +226,32 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     return session;
   }
 
+  /**
+   * Appends a planned batch after `before` (the cached session, confirmed in this call), closed
+   * by an event linking it to the batch before it; then confirms that it landed on that log.
+   * @throws TidemarkError CONFLICT when another writer appended first or the log was replaced.
+   */
   async #write(id: string, key: SessionKey, before: FoldedSession, batch: Batch): Promise<void> {
-    const eventCount = before.nextSeq + batch.events.length;
+    const link: BatchLink = { nonce: newNonce(), prev: before.lastNonce };
+    const planned = [...batch.events, closing(batch.listing, link)];
+    const eventCount = before.nextSeq + planned.length;
     const attrs: ListingAttrs = {
       projectKey: key.projectKey,
       sessionId: key.sessionId,
       eventCount,
       ...batch.listing,
     };
-    if (before.nextSeq === 0) {
-      try {
-        await this.#store.create({ id, cwd: key.projectKey });
-      } catch (error) {
-        // Reserved by an earlier attempt here, or written by another writer: the append decides.
-        if (!isTidemarkError(error, 'ALREADY_EXISTS')) throw error;
-      }
-      // Kept with the reservation and written together with the first batch.
-      await this.#store.update(id, { attrs: { claude: attrs as unknown as JsonValue } });
-    }
+    if (before.nextSeq === 0) await this.#reserve(id, key, attrs);
     const time = nowIso();
-    await this.#store.append(
-      id,
-      batch.events.map((event, i) => ({ seq: before.nextSeq + i, type: event.type, time, data: event.data })),
-    );
-    this.#cache.set(id, batch.after);
+    const written = planned.map((event, i) => ({
+      seq: before.nextSeq + i,
+      type: event.type,
+      time,
+      data: event.data,
+    }));
+    await this.#store.append(id, written);
+    if (before.nextSeq !== 0) await this.#confirmLink(id, before, written.length);
+    foldInto(before, written, owner(key), id);
     if (before.nextSeq !== 0) {
       // A cache for listing: the batch's closing event holds the same state, and a listing that
       // finds these attrs behind the log reads it from there. So a failure here loses nothing,
@@ -204,6 +259,37 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
       await this.#store
         .update(id, { attrs: { claude: attrs as unknown as JsonValue } })
         .catch(() => undefined);
+    }
+  }
+
+  /** Reserves a new session with its listing attrs, which its first batch then writes with it. */
+  async #reserve(id: string, key: SessionKey, attrs: ListingAttrs): Promise<void> {
+    try {
+      await this.#store.create({ id, cwd: key.projectKey });
+    } catch (error) {
+      if (!isTidemarkError(error, 'ALREADY_EXISTS')) throw error;
+      // Reserved by an earlier attempt in this store instance, or written by another host since
+      // this call read it: then its attrs are not this plan's to set.
+      if (await this.#store.has(id)) throw raced(id, 'another writer created the session first');
+    }
+    await this.#store.update(id, { attrs: { claude: attrs as unknown as JsonValue } });
+  }
+
+  /**
+   * Confirms that the batch just appended follows the batch `before` ended with. The seq check
+   * alone cannot tell a log that another host deleted and rewrote to the same length: there the
+   * batch landed on a log it was not planned on, every fold skips it, and it is planned again.
+   */
+  async #confirmLink(id: string, before: FoldedSession, written: number): Promise<void> {
+    let anchor: SessionEvent | undefined;
+    try {
+      anchor = (await readSince(this.#store, id, before.nextSeq - 1, written + 1))[0];
+    } catch (error) {
+      if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+    }
+    if (anchor?.seq !== before.nextSeq - 1 || nonceOf(anchor) !== before.lastNonce) {
+      this.#cache.delete(id);
+      throw raced(id, 'the session was deleted and written again while this write was planned');
     }
   }
 
@@ -230,24 +316,23 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     const attrs = summary.attrs?.claude as unknown as ListingAttrs | undefined;
     if (attrs === undefined || attrs.projectKey !== projectKey || typeof attrs.sessionId !== 'string')
       return undefined;
-    if (attrs.eventCount === summary.eventCount) return { ...attrs };
-    // The attrs lag the log (a crash or fault between append and update): the last event of
-    // every batch carries the state after it.
-    for await (const event of this.#store.read(summary.id, { fromSeq: summary.eventCount - 1 })) {
-      if (event.type === EVENT.end)
-        return { ...(event.data as unknown as ListingState), sessionId: attrs.sessionId };
+    if (attrs.eventCount === summary.eventCount) {
+      const { mtime, summary: folded, subkeys } = attrs;
+      return { mtime, summary: folded, subkeys, sessionId: attrs.sessionId };
     }
-    throw new TidemarkError('CORRUPT', `session ${summary.id}: the log does not end with a closing event`, {
-      sessionId: summary.id,
-      location: { seq: summary.eventCount - 1 },
-    });
+    // The attrs lag the log (a crash, a fault or another host between append and update). Every
+    // closing event carries the state after its batch, but the last one may close a batch the
+    // fold skips (see BatchLink), so the state is the fold's: rare, and one log read.
+    const owner = { projectKey, sessionId: attrs.sessionId };
+    const session = await this.#queue.run(summary.id, () => this.#current(summary.id, owner));
+    return { ...session.listing, sessionId: attrs.sessionId };
   }
 }
 
+/** A planned batch: its events before the closing one, and the listing state after it. */
 interface Batch {
   events: PlannedEvent[];
   listing: ListingState;
-  after: FoldedSession;
 }
 
 function isRace(error: unknown): boolean {
@@ -273,8 +358,33 @@ function header(key: SessionKey): JsonValue {
   return { projectKey: key.projectKey, sessionId: key.sessionId, subpath: key.subpath ?? null };
 }
 
-function closing(listing: ListingState): PlannedEvent {
-  return { type: EVENT.end, data: listing as unknown as JsonValue };
+function closing(listing: ListingState, link: BatchLink): PlannedEvent {
+  return { type: EVENT.end, data: { ...listing, ...link } as unknown as JsonValue };
+}
+
+/** Events a catch-up reads from the end of the log before it reads from its last known batch on. */
+const CATCH_UP_EVENTS = 64;
+
+/**
+ * The events from `fromSeq` on, read from the end of the log when there are at most `expected` of
+ * them (one short lookup on every backend), else streamed from `fromSeq`.
+ */
+async function readSince(
+  store: SessionStore,
+  id: string,
+  fromSeq: number,
+  expected: number,
+): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for await (const event of store.read(id, { fromSeq, last: expected })) events.push(event);
+  if (events.length < expected || events[0]!.seq === fromSeq) return events;
+  events.length = 0;
+  for await (const event of store.read(id, { fromSeq })) events.push(event);
+  return events;
+}
+
+function raced(id: string, why: string): TidemarkError {
+  return new TidemarkError('CONFLICT', `session ${id}: ${why}`, { sessionId: id, retryable: true });
 }
 
 function appendBatch(session: FoldedSession, key: SessionKey, entries: SessionStoreEntry[]): Batch {
@@ -288,21 +398,11 @@ function appendBatch(session: FoldedSession, key: SessionKey, entries: SessionSt
     name === MAIN || session.listing.subkeys.includes(name)
       ? session.listing.subkeys
       : [...session.listing.subkeys, name];
-  const listing: ListingState = { mtime, summary, subkeys };
-  const transcripts = new Map(session.transcripts);
-  const before = session.transcripts.get(name);
-  const uuids = new Set(before?.uuids);
-  for (const entry of entries) if (entry.uuid !== undefined) uuids.add(entry.uuid);
-  transcripts.set(name, {
-    entries: [...(before?.entries ?? []), ...(entries as unknown as JsonValue[])],
-    uuids,
-  });
   const events: PlannedEvent[] = [
     { type: EVENT.append, data: header(key) },
     ...entries.map((entry) => ({ type: EVENT.entry, data: entry as unknown as JsonValue })),
-    closing(listing),
   ];
-  return { events, listing, after: { transcripts, listing, nextSeq: session.nextSeq + events.length } };
+  return { events, listing: { mtime, summary, subkeys } };
 }
 
 function dropBatch(session: FoldedSession, key: SessionKey): Batch {
@@ -311,8 +411,5 @@ function dropBatch(session: FoldedSession, key: SessionKey): Batch {
     ...session.listing,
     subkeys: session.listing.subkeys.filter((s) => s !== name),
   };
-  const transcripts = new Map(session.transcripts);
-  transcripts.delete(name);
-  const events: PlannedEvent[] = [{ type: EVENT.drop, data: header(key) }, closing(listing)];
-  return { events, listing, after: { transcripts, listing, nextSeq: session.nextSeq + events.length } };
+  return { events: [{ type: EVENT.drop, data: header(key) }], listing };
 }

@@ -2,6 +2,7 @@
 // that reads it back. Every store operation is one batch: a header naming the key, the entries,
 // and a closing boundary event that carries the session's listing state (summary, mtime,
 // subkeys), so the state after any batch is in the log itself and a crash leaves whole batches.
+import { randomBytes } from 'node:crypto';
 import type { SessionKey, SessionSummaryEntry } from '@anthropic-ai/claude-agent-sdk';
 import { type JsonValue, type SessionEvent, TidemarkError } from '@tidemark/core';
 
@@ -13,7 +14,7 @@ export const EVENT = {
   entry: 'claude/entry',
   /** Deletes one subagent transcript: `{ projectKey, sessionId, subpath }`. */
   drop: 'claude/drop',
-  /** Closes every batch with the listing state after it: {@link ListingState}. */
+  /** Closes every batch with the listing state after it: {@link ListingState} and {@link BatchLink}. */
   end: 'turn/end',
 } as const;
 
@@ -30,6 +31,19 @@ export interface ListingState {
   subkeys: string[];
 }
 
+/**
+ * What the closing event of a batch carries besides the listing state: its own random `nonce`, and
+ * `prev`, the nonce of the closing event just before the batch (null for the first batch). A batch
+ * whose `prev` is not the nonce before it was planned on a log that another host deleted and
+ * rewrote to the same length while the batch was planned: it landed on the wrong log, and the fold
+ * skips it (its writer saw that and did not acknowledge it). Logs written before nonces have
+ * neither field; their batches are all applied.
+ */
+export interface BatchLink {
+  nonce: string;
+  prev: string | null;
+}
+
 /** One transcript: its entries and the uuids among them. */
 export interface Transcript {
   entries: JsonValue[];
@@ -42,15 +56,31 @@ export interface FoldedSession {
   transcripts: Map<string, Transcript>;
   listing: ListingState;
   nextSeq: number;
+  /** The nonce of the log's last closing event (null: no log, or one written before nonces). */
+  lastNonce: string | null;
 }
 
 /** The state of a session that has no log. */
 export function emptySession(): FoldedSession {
-  return { transcripts: new Map(), listing: { mtime: 0, summary: null, subkeys: [] }, nextSeq: 0 };
+  return {
+    transcripts: new Map(),
+    listing: { mtime: 0, summary: null, subkeys: [] },
+    nextSeq: 0,
+    lastNonce: null,
+  };
 }
 
 /** The transcript name of a key. */
 export const transcriptName = (key: SessionKey): string => key.subpath ?? MAIN;
+
+/** A fresh random nonce for a batch's closing event. */
+export const newNonce = (): string => randomBytes(12).toString('base64url');
+
+/** The nonce of a closing event, null when it has none (written before nonces). */
+export function nonceOf(event: SessionEvent): string | null {
+  const nonce = (event.data as { nonce?: unknown } | null)?.nonce;
+  return typeof nonce === 'string' ? nonce : null;
+}
 
 function corrupt(id: string, seq: number, what: string): TidemarkError {
   return new TidemarkError('CORRUPT', `session ${id}, event ${seq}: ${what}`, {
@@ -74,6 +104,84 @@ function headerSubpath(event: SessionEvent, owner: Omit<SessionKey, 'subpath'>, 
   return header.subpath ?? MAIN;
 }
 
+/** The listing state of a closing event, without its link fields. */
+function listingOf(event: SessionEvent): ListingState {
+  const { mtime, summary, subkeys } = event.data as unknown as ListingState;
+  return { mtime, summary, subkeys };
+}
+
+/** True when a batch closed by `end` was planned on the log it landed on (see {@link BatchLink}). */
+function linksTo(end: SessionEvent, lastNonce: string | null): boolean {
+  const data = end.data as { prev?: unknown } | null;
+  return data === null || !Object.hasOwn(data, 'prev') || data.prev === lastNonce;
+}
+
+/** Applies one whole batch (its closing event last) to a session, unless it is a skipped one. */
+function applyBatch(
+  session: FoldedSession,
+  batch: readonly SessionEvent[],
+  owner: Omit<SessionKey, 'subpath'>,
+  id: string,
+): void {
+  const end = batch[batch.length - 1]!;
+  const applies = end.type !== EVENT.end || linksTo(end, session.lastNonce);
+  if (applies) {
+    let current: Transcript | undefined;
+    for (const event of batch) {
+      switch (event.type) {
+        case EVENT.append: {
+          const name = headerSubpath(event, owner, id);
+          current = session.transcripts.get(name) ?? { entries: [], uuids: new Set() };
+          session.transcripts.set(name, current);
+          break;
+        }
+        case EVENT.entry: {
+          if (current === undefined) throw corrupt(id, event.seq, 'entry outside an append');
+          const uuid = (event.data as { uuid?: unknown }).uuid;
+          if (typeof uuid === 'string') current.uuids.add(uuid);
+          current.entries.push(event.data);
+          break;
+        }
+        case EVENT.drop:
+          session.transcripts.delete(headerSubpath(event, owner, id));
+          break;
+        case EVENT.end:
+          session.listing = listingOf(event);
+          break;
+        default:
+          throw corrupt(
+            id,
+            event.seq,
+            `event type ${JSON.stringify(event.type)} is not a Claude transcript event`,
+          );
+      }
+    }
+  }
+  if (end.type === EVENT.end) session.lastNonce = nonceOf(end);
+  session.nextSeq = end.seq + 1;
+}
+
+/**
+ * Folds events onto a session, in place: the events of whole batches that follow its `nextSeq`
+ * (a whole log onto {@link emptySession}, or what another host appended onto a cached session).
+ * @throws TidemarkError CORRUPT for events this adapter does not write, or written for another key.
+ */
+export function foldInto(
+  session: FoldedSession,
+  events: readonly SessionEvent[],
+  owner: Omit<SessionKey, 'subpath'>,
+  id: string,
+): FoldedSession {
+  let start = 0;
+  for (let i = 0; i < events.length; i++) {
+    if (events[i]!.type === EVENT.end || i === events.length - 1) {
+      applyBatch(session, events.slice(start, i + 1), owner, id);
+      start = i + 1;
+    }
+  }
+  return session;
+}
+
 /**
  * Folds a session's events.
  * @throws TidemarkError CORRUPT for events this adapter does not write, or written for another key.
@@ -83,38 +191,5 @@ export function foldSession(
   owner: Omit<SessionKey, 'subpath'>,
   id: string,
 ): FoldedSession {
-  const session = emptySession();
-  let current: Transcript | undefined;
-  for (const event of events) {
-    switch (event.type) {
-      case EVENT.append: {
-        const name = headerSubpath(event, owner, id);
-        current = session.transcripts.get(name) ?? { entries: [], uuids: new Set() };
-        session.transcripts.set(name, current);
-        break;
-      }
-      case EVENT.entry: {
-        if (current === undefined) throw corrupt(id, event.seq, 'entry outside an append');
-        const uuid = (event.data as { uuid?: unknown }).uuid;
-        if (typeof uuid === 'string') current.uuids.add(uuid);
-        current.entries.push(event.data);
-        break;
-      }
-      case EVENT.drop:
-        session.transcripts.delete(headerSubpath(event, owner, id));
-        break;
-      case EVENT.end:
-        current = undefined;
-        session.listing = event.data as unknown as ListingState;
-        break;
-      default:
-        throw corrupt(
-          id,
-          event.seq,
-          `event type ${JSON.stringify(event.type)} is not a Claude transcript event`,
-        );
-    }
-  }
-  session.nextSeq = events.length === 0 ? 0 : events[events.length - 1]!.seq + 1;
-  return session;
+  return foldInto(emptySession(), events, owner, id);
 }

@@ -12,6 +12,7 @@ import {
   type JsonValue,
   KeyedQueue,
   nowIso,
+  type SessionEvent,
   type SessionStore,
   TidemarkError,
 } from '@tidemark/core';
@@ -22,9 +23,12 @@ import {
   emptyHistory,
   type FoldedHistory,
   foldHistory,
+  type LogHead,
+  nonceOf,
   type PlannedEvent,
 } from './history.js';
 import { tidemarkIdOf } from './session-id.js';
+import { type LogTail, readTail } from './tail.js';
 import { type CheckedTransactionArgs, checkItems, checkTransactionArgs } from './transaction.js';
 
 /** Options of {@link TidemarkSession}. */
@@ -42,11 +46,18 @@ export interface TidemarkSessionOptions {
   maxConflictRetries?: number;
 }
 
-/** What an operation decided: the events to append (none: nothing to write) and its result. */
+/**
+ * What an operation decided: the events to append before the closing one (none: nothing to
+ * write), the item count after them, and its result.
+ */
 interface Plan<T> {
+  op: string;
   events: PlannedEvent[];
+  count: number;
   result: T;
 }
+
+const nothing = <T>(result: T): Plan<T> => ({ op: '', events: [], count: 0, result });
 
 /** One queue per store object, so that sessions over the same store serialize their writes. */
 const queues = new WeakMap<SessionStore, KeyedQueue>();
@@ -73,9 +84,19 @@ const itemEvents = (items: readonly JsonValue[]): PlannedEvent[] =>
  * appended batch that the next read folds, so a crash never applies an operation half-way, and a
  * transaction's operation id is stored with its change, so a retry never applies it twice.
  *
+ * Several processes may share one store, each with its own objects: this object keeps nothing
+ * between calls, so each call sees every other host's append, pop, clear and rewrite. `getItems`
+ * with a limit, `addItems` and `popItem` read only the end of the log (every batch's closing event
+ * holds the item count); transactions and rewrites fold it. Every write is planned on what the same
+ * call read, checked by the append's seq and by one read after it that confirms the batch follows
+ * the one it was planned after (a log deleted and rewritten to the same length passes the seq
+ * check); a writer that lost a race plans again, up to `maxConflictRetries` times.
+ *
  * Every failure is a `TidemarkError`: INVALID for bad input (naming the field, never showing item
- * content), CONFLICT for a transaction whose precondition fails, and the store's own errors (IO,
- * CORRUPT, CLOSED) for storage faults, which reach the runner as errors, never as an empty history.
+ * content), CONFLICT for a transaction whose precondition fails or when other writers won more
+ * than `maxConflictRetries` races in a row (retryable; nothing of the refused call is stored), and
+ * the store's own errors (IO, CORRUPT, CLOSED) for storage faults, which reach the runner as
+ * errors, never as an empty history.
  */
 export class TidemarkSession
   implements SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession
@@ -111,36 +132,55 @@ export class TidemarkSession
   }
 
   /**
-   * The history in order; with `limit`, its last `limit` items. Fresh objects on every call.
+   * The history in order; with `limit`, its last `limit` items, read from the end of the log
+   * without folding the rest. Fresh objects on every call.
    * @throws TidemarkError INVALID for a limit that is not an integer.
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && !Number.isInteger(limit)) {
       throw new TidemarkError('INVALID', 'getItems: limit must be an integer');
     }
-    const { items } = await this.#read();
-    if (limit === undefined) return decodeItems(items);
-    return limit <= 0 ? [] : decodeItems(items.slice(Math.max(items.length - limit, 0)));
+    if (limit === undefined) return decodeItems((await this.#fold()).items);
+    if (limit <= 0) return [];
+    return decodeItems((await this.#tail(limit)).items);
   }
 
   /** Appends items as one batch; the caller's objects are copied, later changes to them do nothing. */
   async addItems(items: AgentInputItem[]): Promise<void> {
     const encoded = checkItems(items, 'addItems: items', false);
     if (encoded.length === 0) return;
-    await this.#commit(() => ({ events: closeBatch('add', itemEvents(encoded)), result: undefined }));
+    await this.#commit(
+      () => this.#tail(0),
+      (head) => ({
+        op: 'add',
+        events: itemEvents(encoded),
+        count: head.count + encoded.length,
+        result: undefined,
+      }),
+    );
   }
 
   /** Removes and returns the last item; `undefined` when the history is empty. */
   async popItem(): Promise<AgentInputItem | undefined> {
-    return this.#commit((history) => {
-      const last = history.items.at(-1);
-      if (last === undefined) return { events: [], result: undefined };
-      const events = closeBatch('pop', [{ type: EVENT.truncate, data: { count: 1 } }]);
-      return { events, result: decodeValue(last) as AgentInputItem };
-    });
+    return this.#commit(
+      () => this.#tail(1),
+      (tail) => {
+        const last = tail.items.at(-1);
+        if (last === undefined) return nothing(undefined);
+        return {
+          op: 'pop',
+          events: [{ type: EVENT.truncate, data: { count: 1 } }],
+          count: tail.count - 1,
+          result: decodeValue(last) as AgentInputItem,
+        };
+      },
+    );
   }
 
-  /** Deletes the session's log: its items and its recorded operation ids. */
+  /**
+   * Deletes the session's log: its items and its recorded operation ids. A storage fault rejects
+   * (the history is not reported empty while it is still stored).
+   */
   async clearSession(): Promise<void> {
     await queueOf(this.#store).run(this.tidemarkId, async () => {
       try {
@@ -171,11 +211,17 @@ export class TidemarkSession
       }
       checkItems([m.replacement], `applyHistoryMutations: mutations[${i}].replacement`, true);
     });
-    await this.#commit((history) => {
-      const next = applySessionHistoryMutations(decodeItems(history.items), structuredClone(mutations));
-      const encoded = checkItems(next, 'applyHistoryMutations: result', false);
-      return { events: rewriteEvents(history.items, encoded), result: undefined };
-    });
+    await this.#commit(
+      () => this.#fold(),
+      (history) => {
+        const next = applySessionHistoryMutations(decodeItems(history.items), structuredClone(mutations));
+        const encoded = checkItems(next, 'applyHistoryMutations: result', false);
+        const events = rewriteEvents(history.items, encoded);
+        return events.length === 0
+          ? nothing(undefined)
+          : { op: 'rewrite', events, count: encoded.length, result: undefined };
+      },
+    );
   }
 
   /**
@@ -186,13 +232,14 @@ export class TidemarkSession
    */
   async applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void> {
     const checked = checkTransactionArgs(args);
-    await this.#commit((history) => ({
-      events: transactionEvents(history, checked, this.#sessionId),
-      result: undefined,
-    }));
+    await this.#commit(
+      () => this.#fold(),
+      (history) => transactionPlan(history, checked, this.#sessionId),
+    );
   }
 
-  async #read(): Promise<FoldedHistory> {
+  /** The whole history, folded from the whole log. */
+  async #fold(): Promise<FoldedHistory> {
     try {
       const loaded = await this.#store.load(this.tidemarkId);
       return foldHistory(loaded.events, this.tidemarkId);
@@ -202,16 +249,27 @@ export class TidemarkSession
     }
   }
 
-  /** Reads, plans and appends one batch; replans when another writer got the seq first. */
-  async #commit<T>(plan: (history: FoldedHistory) => Plan<T>): Promise<T> {
+  /** The end of the log with its last `limit` items, from its last events (see `tail.ts`). */
+  async #tail(limit: number): Promise<LogTail> {
+    const tail = await readTail(this.#store, this.tidemarkId, limit);
+    if (tail !== undefined) return tail;
+    const history = await this.#fold(); // a log written before closing events held counts
+    return { ...history, items: history.items.slice(Math.max(history.items.length - limit, 0)) };
+  }
+
+  /**
+   * Reads, plans and appends one batch; plans again when another writer got the seq first or
+   * replaced the log. A plan that writes nothing stands on the read of this very call.
+   */
+  async #commit<S extends LogHead, T>(read: () => Promise<S>, plan: (state: S) => Plan<T>): Promise<T> {
     return queueOf(this.#store).run(this.tidemarkId, async () => {
       for (let attempt = 0; ; attempt++) {
-        const history = await this.#read();
-        const { events, result } = plan(history);
-        if (events.length === 0) return result;
+        const state = await read();
+        const planned = plan(state);
+        if (planned.events.length === 0) return planned.result;
         try {
-          await this.#append(history.nextSeq, events);
-          return result;
+          await this.#append(state, closeBatch(planned.op, planned.events, planned.count, state.lastNonce));
+          return planned.result;
         } catch (error) {
           const raced = isTidemarkError(error, 'CONFLICT') || isTidemarkError(error, 'NOT_FOUND');
           if (!raced || attempt >= this.#maxConflictRetries) throw error;
@@ -220,8 +278,8 @@ export class TidemarkSession
     });
   }
 
-  async #append(nextSeq: number, planned: PlannedEvent[]): Promise<void> {
-    if (nextSeq === 0) {
+  async #append(head: LogHead, planned: PlannedEvent[]): Promise<void> {
+    if (head.nextSeq === 0) {
       try {
         await this.#store.create({ id: this.tidemarkId, ...(this.#cwd !== undefined && { cwd: this.#cwd }) });
       } catch (error) {
@@ -232,8 +290,40 @@ export class TidemarkSession
     const time = nowIso();
     await this.#store.append(
       this.tidemarkId,
-      planned.map((event, i) => ({ seq: nextSeq + i, type: event.type, time, data: event.data })),
+      planned.map((event, i) => ({ seq: head.nextSeq + i, type: event.type, time, data: event.data })),
     );
+    if (head.nextSeq > 0) await this.#confirmLink(head, planned.length);
+  }
+
+  /**
+   * Confirms that the batch just appended follows the closing event it was planned after. The seq
+   * check alone cannot tell a log that another host deleted and rewrote to the same length: there
+   * the batch landed on a log it was not planned on, every reader skips it, and it is planned again.
+   */
+  async #confirmLink(head: LogHead, written: number): Promise<void> {
+    const at = head.nextSeq - 1;
+    let anchor: SessionEvent | undefined;
+    try {
+      // From the end of the log: the closing event before the batch, and the batch.
+      for await (const event of this.#store.read(this.tidemarkId, { fromSeq: at, last: written + 1 })) {
+        anchor ??= event;
+      }
+      // Another writer appended since: the anchor lies further back, so read exactly it.
+      if (anchor !== undefined && anchor.seq !== at) {
+        anchor = undefined;
+        for await (const event of this.#store.read(this.tidemarkId, { fromSeq: at, toSeq: at }))
+          anchor = event;
+      }
+    } catch (error) {
+      if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+    }
+    if (anchor === undefined || nonceOf(anchor) !== head.lastNonce) {
+      throw new TidemarkError(
+        'CONFLICT',
+        `session ${this.tidemarkId}: the session was cleared and written again while this write was planned`,
+        { sessionId: this.tidemarkId, retryable: true },
+      );
+    }
   }
 }
 
@@ -250,18 +340,18 @@ function rewriteEvents(before: readonly JsonValue[], after: readonly JsonValue[]
   if (common === before.length && common === after.length) return [];
   const cut = before.length - common;
   const truncate: PlannedEvent[] = cut > 0 ? [{ type: EVENT.truncate, data: { count: cut } }] : [];
-  return closeBatch('rewrite', [...truncate, ...itemEvents(after.slice(common))]);
+  return [...truncate, ...itemEvents(after.slice(common))];
 }
 
-function transactionEvents(
+function transactionPlan(
   history: FoldedHistory,
   checked: CheckedTransactionArgs,
   sessionId: string,
-): PlannedEvent[] {
+): Plan<undefined> {
   const { operationId, transaction, digest } = checked;
   const recorded = history.operations.get(operationId);
   if (recorded !== undefined) {
-    if (recorded === digest) return [];
+    if (recorded === digest) return nothing(undefined);
     throw new TidemarkError(
       'CONFLICT',
       `applyHistoryTransaction: operation ${JSON.stringify(operationId)} was already applied with a different transaction`,
@@ -270,7 +360,8 @@ function transactionEvents(
   }
   const record: PlannedEvent = { type: EVENT.operation, data: { operationId, digest } };
   if (transaction.type === 'append_items') {
-    return closeBatch('transaction', [record, ...itemEvents(transaction.items)]);
+    const events = [record, ...itemEvents(transaction.items)];
+    return { op: 'transaction', events, count: history.count + transaction.items.length, result: undefined };
   }
   const { expectedSuffix, replacement } = transaction;
   const start = history.items.length - expectedSuffix.length;
@@ -286,5 +377,10 @@ function transactionEvents(
   }
   const truncate: PlannedEvent[] =
     expectedSuffix.length > 0 ? [{ type: EVENT.truncate, data: { count: expectedSuffix.length } }] : [];
-  return closeBatch('transaction', [record, ...truncate, ...itemEvents(replacement)]);
+  return {
+    op: 'transaction',
+    events: [record, ...truncate, ...itemEvents(replacement)],
+    count: start + replacement.length,
+    result: undefined,
+  };
 }
