@@ -190,7 +190,9 @@ export class ThreadLog {
         return { entry: cached, replaced: false };
       }
       const tail =
-        newest && newest.seq > cached.last.seq ? await this.readFrom(sessionId, cached.last.seq) : undefined;
+        newest && newest.seq > cached.last.seq
+          ? await this.readFrom(sessionId, cached.last.seq, newest.seq - cached.last.seq + 1)
+          : undefined;
       const first = tail?.[0];
       if (first !== undefined && fingerprint(first) === cached.last.print) {
         this.foldInto(sessionId, cached, tail!.slice(1));
@@ -225,11 +227,19 @@ export class ThreadLog {
     return entry;
   }
 
-  /** The events from `fromSeq` on, or undefined when the session does not exist. */
-  private async readFrom(sessionId: string, fromSeq: number): Promise<SessionEvent[] | undefined> {
+  /**
+   * The events from `fromSeq` on, or undefined when the session does not exist. `count` is how
+   * many there were at the last look: read as the last `count` (from the end of the file on
+   * JSONL); if the log grew since, they start after `fromSeq`, and the caller folds the log anew.
+   */
+  private async readFrom(
+    sessionId: string,
+    fromSeq: number,
+    count: number,
+  ): Promise<SessionEvent[] | undefined> {
     const events: SessionEvent[] = [];
     try {
-      for await (const event of this.store.read(sessionId, { fromSeq })) events.push(event);
+      for await (const event of this.store.read(sessionId, { fromSeq, last: count })) events.push(event);
     } catch (error) {
       if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
       throw error;
