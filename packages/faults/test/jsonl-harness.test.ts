@@ -18,5 +18,5 @@ describe('harness over the JSONL backend', () => {
     expect(writeEio?.errorsSurfaced).toBeGreaterThan(5);
     const writeCrash = report.cells.find((cell) => cell.faultClass === 'write path: crash (power loss)');
     expect(writeCrash?.runs).toBeGreaterThan(100);
-  }, 300_000);
+  }, 900_000);
 });

@@ -293,13 +293,13 @@ describe('lifecycle moves under injected errors and crashes', () => {
     expect(totals.violations).toEqual([]);
     expect(totals.injected).toBe(totals.runs);
     expect(totals.errors).toBeGreaterThan(totals.runs / 2);
-  }, 300_000);
+  }, 900_000);
 
   it('JSONL: every crash state of the moves keeps each session whole in one store', async () => {
     const totals = await crashSweep(jsonlDriver(), 3);
     expect(totals.violations).toEqual([]);
     expect(totals.runs).toBeGreaterThan(100);
-  }, 300_000);
+  }, 900_000);
 
   it('catches a trash copy that a crash can take away after the main store let go of it', async () => {
     // Fixture (a) as both stores: the trash copy's first publish is never made durable by a
@@ -308,7 +308,7 @@ describe('lifecycle moves under injected errors and crashes', () => {
     expect(totals.violations).toContainEqual(
       expect.stringMatching(/whole in neither the main store nor the trash/),
     );
-  }, 300_000);
+  }, 900_000);
 
   it.each([memoryDriver(), sqliteDriver()])(
     '$name: every EIO step leaves each session whole in one store',

@@ -26,7 +26,7 @@ describe('harness over the SQLite backend', () => {
       expect(cell?.faultsInjected, faultClass).toBeGreaterThan(50);
       expect(cell?.errorsSurfaced, faultClass).toBeGreaterThanOrEqual(cell?.faultsInjected ?? 1);
     }
-  }, 300_000);
+  }, 900_000);
 });
 
 describe('the SQLite workload', () => {
