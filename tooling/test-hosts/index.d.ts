@@ -61,3 +61,12 @@ export declare function startHost(
   module: string | URL,
   options?: HostOptions,
 ): Promise<Host>;
+
+/**
+ * `inner` as host B sees it when someone acts between its calls: after `arm(meanwhile)`,
+ * `meanwhile` runs once, right after B's next `read` or `load` has finished.
+ */
+export declare function withInterleaving(inner: SessionStore): {
+  store: SessionStore;
+  arm(meanwhile: () => Promise<void>): void;
+};

@@ -1,2 +1,3 @@
 export { startHost } from './hosts.js';
+export { withInterleaving } from './interleave.js';
 export { openStoreAt, PG_URL, postgresAnswers, sharedBackends } from './stores.js';

@@ -3,8 +3,8 @@
 // before it tells. Deterministic: a store wrapper lets host A delete and rewrite the session right
 // after host B's read, before B appends.
 import type { SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
-import type { SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
+import { withInterleaving } from '@tidemark/test-hosts';
 import { expect, it } from 'vitest';
 import { TidemarkSessionStore } from '../src/index.js';
 
@@ -14,44 +14,6 @@ const line = (uuid: string, text: string): SessionStoreEntry => ({
   uuid,
   message: { role: 'user', content: text },
 });
-
-/** `inner` as host B sees it: `meanwhile` runs once, after B's next read or load. */
-function withInterleaving(inner: SessionStore): {
-  store: SessionStore;
-  arm(meanwhile: () => Promise<void>): void;
-} {
-  let pending: (() => Promise<void>) | undefined;
-  const runPending = async () => {
-    const run = pending;
-    pending = undefined;
-    await run?.();
-  };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    append: (id, events) => inner.append(id, events),
-    load: async (id, options) => {
-      try {
-        return await inner.load(id, options);
-      } finally {
-        await runPending();
-      }
-    },
-    read: (id, range) =>
-      (async function* () {
-        try {
-          yield* inner.read(id, range);
-        } finally {
-          await runPending();
-        }
-      })(),
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-  };
-  return { store, arm: (meanwhile) => (pending = meanwhile) };
-}
 
 it('stores what the rewritten log lacks, after it, and every reader skips the stray batch', async () => {
   const inner = await openMemoryStore();

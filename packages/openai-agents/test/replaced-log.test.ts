@@ -3,50 +3,12 @@
 // before it tells. Deterministic: a store wrapper lets host A clear and rewrite the session right
 // after host B's read, before B appends.
 import type { AgentInputItem } from '@openai/agents-core';
-import type { SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
+import { withInterleaving } from '@tidemark/test-hosts';
 import { describe, expect, it } from 'vitest';
 import { TidemarkSession } from '../src/index.js';
 
 const user = (text: string): AgentInputItem => ({ role: 'user', content: [{ type: 'input_text', text }] });
-
-/** `inner` as host B sees it: `meanwhile` runs once, after B's next read or load. */
-function withInterleaving(inner: SessionStore): {
-  store: SessionStore;
-  arm(meanwhile: () => Promise<void>): void;
-} {
-  let pending: (() => Promise<void>) | undefined;
-  const runPending = async () => {
-    const run = pending;
-    pending = undefined;
-    await run?.();
-  };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    append: (id, events) => inner.append(id, events),
-    load: async (id, options) => {
-      try {
-        return await inner.load(id, options);
-      } finally {
-        await runPending();
-      }
-    },
-    read: (id, range) =>
-      (async function* () {
-        try {
-          yield* inner.read(id, range);
-        } finally {
-          await runPending();
-        }
-      })(),
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-  };
-  return { store, arm: (meanwhile) => (pending = meanwhile) };
-}
 
 describe('a session cleared and rewritten to the same length between a read and a write', () => {
   it('pops the rewritten last item, not the one it read, and every reader skips the stray batch', async () => {
