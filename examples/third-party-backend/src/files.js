@@ -82,60 +82,81 @@ async function isStale(fs, path) {
 }
 
 /**
- * Runs `fn` holding the lock file `path` (created exclusively, naming this process). Waits while
- * another live holder has it; breaks a stale one. Failures are IO errors naming `what`.
+ * Writes the lock's content to a file of its own first and links it to `path`: a lock file is
+ * never seen empty or half written (a writer killed between create and write would otherwise
+ * leave one that looks held).
+ * @param {FileSystem} fs @param {string} path @param {string} token
+ */
+async function prepareLock(fs, path, token) {
+  const prepared = `${path}.${token}`;
+  const handle = await fs.open(prepared, 'wx');
+  try {
+    await writeAll(handle, new TextEncoder().encode(`${process.pid} ${token}`));
+  } finally {
+    await handle.close();
+  }
+  return prepared;
+}
+
+/**
+ * Runs `fn` holding the lock file `path` (linked into place, naming this process). Waits while
+ * another live holder has it; breaks a stale one. Failures are IO errors naming the lock.
  * @template T
  * @param {FileSystem} fs @param {string} path @param {string} id @param {() => Promise<T>} fn
  * @returns {Promise<T>}
  */
 export async function withLockFile(fs, path, id, fn) {
   const token = randomUUID();
+  let prepared;
+  try {
+    prepared = await prepareLock(fs, path, token);
+  } catch (error) {
+    await removeIfPresent(fs, `${path}.${token}`).catch(() => undefined);
+    throw toIoError(error, `preparing the lock ${path}`, id);
+  }
+  try {
+    await acquire(fs, prepared, path, id, token);
+  } finally {
+    await removeIfPresent(fs, prepared).catch(() => undefined);
+  }
+  try {
+    return await fn();
+  } finally {
+    heldTokens.delete(token);
+    // A lock that cannot be removed is stale from now on: the next writer breaks it.
+    await removeIfPresent(fs, path).catch(() => undefined);
+  }
+}
+
+/**
+ * Links `prepared` to `path` once no live holder has it; the token is then held.
+ * @param {FileSystem} fs @param {string} prepared @param {string} path @param {string} id @param {string} token
+ */
+async function acquire(fs, prepared, path, id, token) {
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
-    let handle;
-    try {
-      handle = await fs.open(path, 'wx');
-    } catch (error) {
-      if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EEXIST')
-        throw toIoError(error, `locking ${path}`, id);
-      let stale;
-      try {
-        stale = await isStale(fs, path);
-      } catch (inner) {
-        throw toIoError(inner, `checking the lock ${path}`, id);
-      }
-      if (stale) {
-        try {
-          await removeIfPresent(fs, path);
-        } catch (inner) {
-          throw toIoError(inner, `removing the stale lock ${path}`, id);
-        }
-      } else if (Date.now() > deadline) {
-        throw new TidemarkError('IO', `session ${id} is locked by another writer (${path})`, {
-          sessionId: id,
-          retryable: true,
-        });
-      } else await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8));
-      continue;
-    }
     heldTokens.add(token);
     try {
-      try {
-        await writeAll(handle, new TextEncoder().encode(`${process.pid} ${token}`));
-      } finally {
-        await handle.close();
-      }
+      await fs.link(prepared, path);
+      return;
     } catch (error) {
       heldTokens.delete(token);
-      await removeIfPresent(fs, path).catch(() => undefined);
-      throw toIoError(error, `writing the lock ${path}`, id);
+      if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EEXIST')
+        throw toIoError(error, `locking ${path}`, id);
     }
+    let stale;
     try {
-      return await fn();
-    } finally {
-      heldTokens.delete(token);
-      // A lock that cannot be removed is stale from now on: the next writer breaks it.
-      await removeIfPresent(fs, path).catch(() => undefined);
+      stale = await isStale(fs, path);
+      if (stale) await removeIfPresent(fs, path);
+    } catch (error) {
+      throw toIoError(error, `checking the lock ${path}`, id);
     }
+    if (stale) continue;
+    if (Date.now() > deadline)
+      throw new TidemarkError('IO', `session ${id} is locked by another writer (${path})`, {
+        sessionId: id,
+        retryable: true,
+      });
+    await new Promise((resolve) => setTimeout(resolve, 2 + Math.random() * 8));
   }
 }
