@@ -2,7 +2,7 @@
 // the temp file is renamed over the session file without an fsync first. The rename and the
 // directory fsync reach the disk; the file's bytes may not, so a power loss right after an
 // acknowledged append can leave an empty or cut session file (CORRUPT, the batch lost).
-import { JsonDirStore } from './store.js';
+import { JsonDirStore, openStore } from './store.js';
 
 /** {@link JsonDirStore} without the fsync of the temp file before its rename. Do not use. */
 export class JsonDirStoreWithoutFsync extends JsonDirStore {
@@ -15,8 +15,6 @@ export class JsonDirStoreWithoutFsync extends JsonDirStore {
  * Opens the broken variant, with the options of `openJsonDirStore`.
  * @param {import('./store.js').JsonDirStoreOptions} options
  */
-export async function openJsonDirStoreWithoutFsync(options) {
-  const store = new JsonDirStoreWithoutFsync(options);
-  await store.fs.mkdir(store.root, { recursive: true });
-  return store;
+export function openJsonDirStoreWithoutFsync(options) {
+  return openStore(new JsonDirStoreWithoutFsync(options));
 }

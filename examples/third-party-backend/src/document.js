@@ -68,7 +68,8 @@ export function decodeDocument(bytes, file, id) {
   } catch (error) {
     throw corrupt('body is not JSON', error);
   }
-  if (parsed?.format !== FORMAT || !Number.isSafeInteger(parsed.version)) throw corrupt('not a json-dir file');
+  if (parsed?.format !== FORMAT || !Number.isSafeInteger(parsed.version))
+    throw corrupt('not a json-dir file');
   if (parsed.version > FORMAT_VERSION) throw errors.unsupportedFormat(parsed.version, FORMAT_VERSION, id);
   if (parsed.meta?.id !== id || !Array.isArray(parsed.events) || typeof parsed.summary !== 'object')
     throw corrupt('meta, summary or events missing');

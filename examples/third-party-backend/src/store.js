@@ -182,7 +182,11 @@ export class JsonDirStore extends SessionStoreBase {
     if (!interrupted) return { doc, cut: 0, quarantinedAt: undefined };
     const kept = doc.events.slice(0, committedSeq + 1);
     const quarantinedAt = await this.quarantine(id, doc.events.slice(committedSeq + 1));
-    const next = { ...doc, events: kept, summary: summaryAfterCut(doc.summary, kept, this.settings.isBoundary) };
+    const next = {
+      ...doc,
+      events: kept,
+      summary: summaryAfterCut(doc.summary, kept, this.settings.isBoundary),
+    };
     await this.writeDocument(id, next, bytes);
     return { doc: next, cut: doc.events.length - kept.length, quarantinedAt };
   }
@@ -220,7 +224,11 @@ export class JsonDirStore extends SessionStoreBase {
         // The first batch: the session appears with its header and the fields kept since create.
         const meta = { ...reservation.meta, formatVersion: FORMAT_VERSION };
         const summary = applyPatch(emptySummary(reservation.meta), reservation.patch, now);
-        doc = { meta, summary: summaryAfterAppend(summary, appended, this.settings.isBoundary, now), events: appended };
+        doc = {
+          meta,
+          summary: summaryAfterAppend(summary, appended, this.settings.isBoundary, now),
+          events: appended,
+        };
       } else {
         const { summary } = found.doc;
         const updatedAt = nextUpdatedAt(summary.updatedAt, now);
@@ -246,7 +254,12 @@ export class JsonDirStore extends SessionStoreBase {
     const found = await this.readDocument(id);
     if (found === undefined) throw errors.notFound(id);
     const { doc } = found;
-    return loadedSession(doc.meta, doc.summary, doc.events, commitStateOf(doc.events, this.settings.isBoundary));
+    return loadedSession(
+      doc.meta,
+      doc.summary,
+      doc.events,
+      commitStateOf(doc.events, this.settings.isBoundary),
+    );
   }
 
   /** @param {string} id @param {number} fromSeq @param {number} toSeq */
@@ -274,7 +287,10 @@ export class JsonDirStore extends SessionStoreBase {
         if (found !== undefined) summaries.push(found.doc.summary); // absent: deleted meanwhile
       } catch (error) {
         // A session this store cannot describe is a problem on the page, never silently absent.
-        problems.push({ id, error: isTidemarkError(error) ? error : toIoError(error, `reading ${name}`, id) });
+        problems.push({
+          id,
+          error: isTidemarkError(error) ? error : toIoError(error, `reading ${name}`, id),
+        });
       }
     }
     return pageOf(summaries, query, problems);
@@ -329,7 +345,13 @@ export class JsonDirStore extends SessionStoreBase {
     const { events } = found.doc;
     const state = commitStateOf(events, this.settings.isBoundary);
     /** @type {import('@tidemark/core').SessionHealth} */
-    const health = { sessionId: id, status: 'ok', eventCount: events.length, committedSeq: state.committedSeq, problems: [] };
+    const health = {
+      sessionId: id,
+      status: 'ok',
+      eventCount: events.length,
+      committedSeq: state.committedSeq,
+      problems: [],
+    };
     if (state.interrupted) {
       health.status = 'interrupted';
       const after = events.length - 1 - state.committedSeq;
@@ -350,7 +372,8 @@ export class JsonDirStore extends SessionStoreBase {
    */
   async storageRepair(id, options) {
     const health = await this.storageVerify(id);
-    if (health.status === 'corrupt') throw errors.corrupt(health.problems[0].message, { file: this.fileOf(id) }, id);
+    if (health.status === 'corrupt')
+      throw errors.corrupt(health.problems[0].message, { file: this.fileOf(id) }, id);
     /** @type {import('@tidemark/core').RepairReport} */
     const report = { sessionId: id, eventCount: health.eventCount ?? 0, removed: [], quarantined: [] };
     if (options.tail !== 'cut' || health.status !== 'interrupted') return report;
@@ -370,8 +393,17 @@ export class JsonDirStore extends SessionStoreBase {
  * @returns {Promise<JsonDirStore>}
  * @throws TidemarkError INVALID for an unknown option name or a bad option; IO when `root` cannot be made.
  */
-export async function openJsonDirStore(options) {
-  const store = new JsonDirStore(options);
+export function openJsonDirStore(options) {
+  return openStore(new JsonDirStore(options));
+}
+
+/**
+ * Makes the store's root (when missing) and checks it is a directory; resolves the store.
+ * @template {JsonDirStore} S
+ * @param {S} store
+ * @returns {Promise<S>}
+ */
+export async function openStore(store) {
   try {
     await store.fs.mkdir(store.root, { recursive: true });
     if (!(await store.fs.lstat(store.root)).isDirectory())
