@@ -211,10 +211,11 @@ export class JsonDirStore extends SessionStoreBase {
     return this.locked(id, async () => {
       const found = await this.readDocument(id);
       if (found === undefined && reservation === undefined) throw errors.notFound(id);
-      const nextSeq = found?.doc.events.length ?? 0;
+      const stored = found?.doc.events ?? [];
+      const nextSeq = stored.length;
       const plan = planAppend(id, nextSeq, batch);
       if (plan.kind === 'compare') {
-        assertSameEvents(id, found.doc.events.slice(plan.fromSeq, plan.toSeq + 1), batch);
+        assertSameEvents(id, stored.slice(plan.fromSeq, plan.toSeq + 1), batch);
         return { nextSeq };
       }
       const now = nowIso();
@@ -222,8 +223,9 @@ export class JsonDirStore extends SessionStoreBase {
       let doc;
       if (found === undefined) {
         // The first batch: the session appears with its header and the fields kept since create.
-        const meta = { ...reservation.meta, formatVersion: FORMAT_VERSION };
-        const summary = applyPatch(emptySummary(reservation.meta), reservation.patch, now);
+        const { meta: reserved, patch } = /** @type {import('@tidemark/core').Reservation} */ (reservation);
+        const meta = { ...reserved, formatVersion: FORMAT_VERSION };
+        const summary = applyPatch(emptySummary(reserved), patch, now);
         doc = {
           meta,
           summary: summaryAfterAppend(summary, appended, this.settings.isBoundary, now),
@@ -338,6 +340,7 @@ export class JsonDirStore extends SessionStoreBase {
       found = await this.readDocument(id);
     } catch (error) {
       if (!isTidemarkError(error, 'CORRUPT')) throw error;
+      /** @type {import('@tidemark/core').MaintenanceProblem} */
       const problem = { kind: 'corrupt', sessionId: id, message: error.message, file: this.fileOf(id) };
       return { sessionId: id, status: 'corrupt', eventCount: 0, problems: [problem] };
     }
