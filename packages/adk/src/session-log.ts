@@ -5,6 +5,7 @@
 import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
 import type { LogKey } from './keys.js';
 import {
+  ADK_EVENT,
   type Closing,
   closingOf,
   eventsAfter,
@@ -30,7 +31,7 @@ export interface EventFilter {
 export async function readRange(
   store: SessionStore,
   id: string,
-  range: { fromSeq?: number; last?: number },
+  range: { fromSeq?: number; toSeq?: number; last?: number },
 ): Promise<SessionEvent[] | undefined> {
   const out: SessionEvent[] = [];
   try {
@@ -42,16 +43,32 @@ export async function readRange(
   return out;
 }
 
-/** The last closing event of the log and its seq; undefined when the log does not exist. */
-export async function readHead(
-  store: SessionStore,
-  log: LogKey,
-): Promise<{ closing: Closing; seq: number } | undefined> {
-  const last = await readRange(store, log.id, { last: 1 });
-  if (last === undefined) return undefined;
-  const end = last[0];
-  if (end === undefined) return undefined;
-  return { closing: closingOf(end, log.id), seq: end.seq };
+/** The end of a log: its last closing event, that event's seq, and the event of its batch. */
+export interface LogHead {
+  closing: Closing;
+  seq: number;
+  /** The ADK event of the last batch (none for a session without events), with its seq. */
+  lastEvent?: { event: StoredEvent; seq: number; replaces?: number };
+}
+
+/** The end of the log; undefined when the log does not exist. */
+export async function readHead(store: SessionStore, log: LogKey): Promise<LogHead | undefined> {
+  // A batch is at most [event, snapshot, end]: the last three events hold the last batch.
+  const last = await readRange(store, log.id, { last: 3 });
+  const end = last?.[last.length - 1];
+  if (last === undefined || end === undefined) return undefined;
+  const head: LogHead = { closing: closingOf(end, log.id), seq: end.seq };
+  const previousEnd = last.findLastIndex((e, i) => i < last.length - 1 && e.type === ADK_EVENT.end);
+  const record = last.slice(previousEnd + 1).find((e) => e.type === ADK_EVENT.event);
+  if (record !== undefined) {
+    const data = record.data as unknown as { event: StoredEvent; replaces?: number };
+    head.lastEvent = {
+      event: data.event,
+      seq: record.seq,
+      ...(data.replaces !== undefined && { replaces: data.replaces }),
+    };
+  }
+  return head;
 }
 
 /** The whole session, folded from seq 0. */
@@ -94,7 +111,7 @@ export async function readSession(
     const state = stateFromSnapshot(events, closingOf(events[events.length - 1]!, log.id));
     if (answered !== undefined && state !== undefined) {
       // The header is seq 0, outside the view: read it on its own.
-      const first = await readRange(store, log.id, { fromSeq: 0, last: 1 });
+      const first = await readRange(store, log.id, { fromSeq: 0, toSeq: 0 });
       if (first === undefined || first.length === 0) return undefined;
       const header = headerOf(first[0]!, log.id, key);
       const lastUpdateTime = closingOf(events[events.length - 1]!, log.id).lastUpdateTime;

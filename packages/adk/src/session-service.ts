@@ -248,7 +248,8 @@ function toAdkEvent(stored: StoredEvent): Event {
 }
 
 function withoutTemp(delta: JsonObject | undefined): JsonObject {
-  const out = ownCopy(undefined);
+  // A plain object, as the event's other objects are (a retry compares it with the stored one).
+  const out: JsonObject = {};
   for (const [key, value] of Object.entries(delta ?? {}))
     if (!key.startsWith('temp:')) setOwn(out, key, value);
   return out;

@@ -2,6 +2,7 @@
 // the same call and placed by the append's seq check. A writer that lost the seq to another reads
 // again and plans anew.
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { isTidemarkError, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
 import type { LogKey } from './keys.js';
 import {
@@ -18,7 +19,7 @@ import {
   stateFromSnapshot,
   stateOfWholeLog,
 } from './records.js';
-import { readHead, readRange } from './session-log.js';
+import { type LogHead, readHead, readRange } from './session-log.js';
 
 /** A state delta split by where each key is kept (prefixes taken off the shared ones). */
 export interface SplitDelta {
@@ -51,6 +52,9 @@ export async function appendToSession(
       throw new TidemarkError('NOT_FOUND', `appendEvent: session ${log.id} is not stored`, {
         sessionId: log.id,
       });
+    const last = head.lastEvent;
+    // A retry of an append whose answer was lost finds its event at the end: nothing to write.
+    if (last !== undefined && last.event.id === event.id && isDeepStrictEqual(last.event, event)) return;
     const batch = await planBatch(store, log, head, event, options.known);
     try {
       await store.append(log.id, batch);
@@ -74,13 +78,19 @@ export async function appendToSession(
 async function planBatch(
   store: SessionStore,
   log: LogKey,
-  head: { closing: Closing; seq: number },
+  head: LogHead,
   event: StoredEvent,
   known: boolean,
 ): Promise<SessionEvent[]> {
   const time = new Date().toISOString();
   let seq = head.seq + 1;
-  const replaces = known ? await findStored(store, log, event.id, head.seq) : undefined;
+  const last = head.lastEvent;
+  const replaces =
+    last !== undefined && last.event.id === event.id
+      ? (last.replaces ?? last.seq)
+      : known
+        ? await findStored(store, log, event.id, head.seq)
+        : undefined;
   const batch: SessionEvent[] = [
     {
       seq: seq++,
