@@ -9,6 +9,15 @@ import { ADK_EVENT, type JsonObject, ownCopy, setOwn } from './records.js';
 
 /** Attempts of a write that keeps losing races to other writers, before it rejects with CONFLICT. */
 const MAX_ATTEMPTS = 16;
+/**
+ * Longest wait between attempts. A racing seq is settled at once, but a JSONL log another process
+ * wrote last stays locked to it until that writer goes idle (250 ms by default): every app's
+ * sessions write its one shared log, so a writer waits for the lock instead of failing the event.
+ */
+const MAX_BACKOFF_MS = 400;
+
+const pause = (attempt: number) =>
+  new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_BACKOFF_MS, 10 * 2 ** attempt)));
 
 /** The latest shared state of a log, and the seq its next write goes to. */
 export interface SharedHead {
@@ -66,6 +75,7 @@ export async function writeShared(
     } catch (error) {
       // Another writer took this seq (or materialized the log first): read its state and merge again.
       if (!isTidemarkError(error, 'CONFLICT') || attempt >= MAX_ATTEMPTS) throw error;
+      if (attempt > 1) await pause(attempt);
     }
   }
 }

@@ -12,6 +12,7 @@ import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
 import { describe, expect, it } from 'vitest';
 import { TidemarkSessionService } from '../src/index.js';
 import { appStateLog, userStateLog } from '../src/keys.js';
+import type { JsonObject } from '../src/records.js';
 import { writeShared } from '../src/shared-state.js';
 
 const APP = 'app';
@@ -148,9 +149,10 @@ async function sharedPoints(shared: NonNullable<Operation['shared']>): Promise<u
   for (const upTo of ['app', 'user'] as const) {
     const volume = await seeded();
     const store = await openMemoryStore({ volume });
-    if (shared.app) await writeShared(store, appStateLog(APP), shared.app, { scope: 'app', appName: APP });
+    if (shared.app)
+      await writeShared(store, appStateLog(APP), shared.app as JsonObject, { scope: 'app', appName: APP });
     if (upTo === 'user' && shared.user)
-      await writeShared(store, userStateLog(APP, USER), shared.user, {
+      await writeShared(store, userStateLog(APP, USER), shared.user as JsonObject, {
         scope: 'user',
         appName: APP,
         userId: USER,

@@ -1,5 +1,5 @@
 // Child-process tests run plain Node on the built package (Node 20 cannot run TypeScript), so
-// core, jsonl, sqlite and this package must be built. Under `turbo test` the build already ran; rebuilding then would
+// core, the backends the host processes open and this package must be built. Under `turbo test` the build already ran; rebuilding then would
 // rewrite dist files that other packages' child processes may be reading, so build only what is
 // missing or older than its sources.
 import { execFileSync } from 'node:child_process';
@@ -28,7 +28,7 @@ function isStale(pkg: string): boolean {
 export default function setup(): void {
   const here = dirname(fileURLToPath(import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  for (const pkg of ['core', 'jsonl', 'sqlite', 'adk'].map((name) => join(here, '../..', name))) {
+  for (const pkg of ['core', 'jsonl', 'sqlite', 'postgres', 'adk'].map((name) => join(here, '../..', name))) {
     if (isStale(pkg))
       execFileSync(process.execPath, [tsc, '-p', join(pkg, 'tsconfig.build.json')], { stdio: 'inherit' });
   }
