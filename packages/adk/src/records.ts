@@ -56,7 +56,6 @@ export interface StoredEvent {
 
 /** What a read of a session gives. */
 export interface SessionView {
-  header: SessionHeader;
   /** The session's own state (no app:, user: or temp: keys). */
   state: JsonObject;
   /** Events in seq order of first appearance, each as last written. */
@@ -131,12 +130,11 @@ const storedEventOf = (event: SessionEvent): { event: StoredEvent; replaces?: nu
 
 /**
  * The events of a run of log events (a whole log, or its end from some seq on), in order of first
- * appearance, a replacement applied where the event it names is in view and is the same id.
- * `replaced` counts how many records of `events` were replacements (they hold no position).
+ * appearance, a replacement applied where the event it names is in view and is the same id. A
+ * replacement whose original lies before the view changes nothing in view and is left out.
  */
-export function eventsOf(events: readonly SessionEvent[]): { list: StoredEvent[]; positions: number[] } {
+export function eventsOf(events: readonly SessionEvent[]): StoredEvent[] {
   const list: StoredEvent[] = [];
-  const positions: number[] = [];
   const indexBySeq = new Map<number, number>();
   for (const record of events) {
     if (record.type !== ADK_EVENT.event) continue;
@@ -146,13 +144,11 @@ export function eventsOf(events: readonly SessionEvent[]): { list: StoredEvent[]
       list[at] = event;
       continue;
     }
-    // A replacement whose original lies before the view cannot be placed from the view alone.
     if (replaces !== undefined && at === undefined && replaces < (events[0]?.seq ?? 0)) continue;
     indexBySeq.set(record.seq, list.length);
     list.push(event);
-    positions.push(record.seq);
   }
-  return { list, positions };
+  return list;
 }
 
 /** The session's own state from a whole log. */

@@ -74,15 +74,7 @@ export async function readHead(store: SessionStore, log: LogKey): Promise<LogHea
 /** The whole session, folded from seq 0. */
 async function readWhole(store: SessionStore, log: LogKey, key: AdkKey): Promise<SessionView | undefined> {
   const events = await readRange(store, log.id, {});
-  if (events === undefined || events.length === 0) return undefined;
-  const header = headerOf(events[0]!, log.id, key);
-  const closing = closingOf(events[events.length - 1]!, log.id);
-  return {
-    header,
-    state: stateOfWholeLog(events, header),
-    events: eventsOf(events).list,
-    lastUpdateTime: closing.lastUpdateTime,
-  };
+  return events === undefined || events.length === 0 ? undefined : foldWhole(events, log, key);
 }
 
 /**
@@ -105,28 +97,25 @@ export async function readSession(
     const events = await readRange(store, log.id, { last: Math.min(count, head.seq + 1) });
     if (events === undefined || events.length === 0) return undefined;
     const whole = events[0]!.seq === 0;
-    if (whole) return sliceView(await foldWhole(events, log, key), filter);
-    const { list } = eventsOf(events);
+    if (whole) return sliceView(foldWhole(events, log, key), filter);
+    const list = eventsOf(events);
     const answered = answers(list, filter);
     const state = stateFromSnapshot(events, closingOf(events[events.length - 1]!, log.id));
     if (answered !== undefined && state !== undefined) {
-      // The header is seq 0, outside the view: read it on its own.
-      const first = await readRange(store, log.id, { fromSeq: 0, toSeq: 0 });
-      if (first === undefined || first.length === 0) return undefined;
-      const header = headerOf(first[0]!, log.id, key);
+      // The header (seq 0) is outside the view; its key is the one the log's id is the hash of.
       const lastUpdateTime = closingOf(events[events.length - 1]!, log.id).lastUpdateTime;
-      return { header, state, events: answered, lastUpdateTime };
+      return { state, events: answered, lastUpdateTime };
     }
     count *= 2;
   }
 }
 
-async function foldWhole(events: SessionEvent[], log: LogKey, key: AdkKey): Promise<SessionView> {
+/** A whole log (from seq 0) as the session it holds. */
+function foldWhole(events: readonly SessionEvent[], log: LogKey, key: AdkKey): SessionView {
   const header = headerOf(events[0]!, log.id, key);
   return {
-    header,
     state: stateOfWholeLog(events, header),
-    events: eventsOf(events).list,
+    events: eventsOf(events),
     lastUpdateTime: closingOf(events[events.length - 1]!, log.id).lastUpdateTime,
   };
 }

@@ -13,6 +13,7 @@ import {
   isOwnKey,
   type JsonObject,
   ownCopy,
+  type SessionHeader,
   SNAPSHOT_EVERY,
   type StoredEvent,
   setOwn,
@@ -132,9 +133,10 @@ async function stateAt(
   const state = last === undefined ? undefined : stateFromSnapshot(upToHead, closingOf(last, log.id));
   if (state !== undefined) return state;
   const whole = ((await readRange(store, log.id, {})) ?? []).filter((e) => e.seq <= head.seq);
-  if (whole.length === 0) return ownCopy(undefined);
-  const header = (whole[0]!.data ?? {}) as { appName?: string; userId?: string; sessionId?: string };
-  return stateOfWholeLog(whole, headerOf(whole[0]!, log.id, header as never));
+  const first = whole[0];
+  if (first === undefined) return ownCopy(undefined);
+  const header = first.data as unknown as SessionHeader;
+  return stateOfWholeLog(whole, headerOf(first, log.id, header));
 }
 
 /** The seq of the stored event with `eventId` (not a replacement), searching from the newest. */
