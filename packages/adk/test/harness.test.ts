@@ -34,7 +34,7 @@ const FULL = process.env.TIDEMARK_ADK_FAULTS === 'full';
 const ERRNOS: readonly ErrnoName[] = FULL ? ['EIO', 'ENOSPC', 'EACCES', 'EROFS', 'EPERM'] : ['EIO', 'ENOSPC'];
 const MODES = ['once', 'persistent'] as const;
 const SAMPLED_RUNS = 12;
-const SAMPLED_CRASH_POINTS = 8;
+const SAMPLED_CRASH_POINTS = 6;
 const ROOT = '/store/sessions';
 
 interface Fault {
