@@ -184,6 +184,19 @@ describe.each(targets)('$name', (target) => {
       expect(strictly?.events.map((e) => e.id)).toEqual([events[2]!.id]);
     });
 
+    test('returns events in the order they were appended, not by timestamp', async () => {
+      const session = await service.createSession({ appName: 'app', userId: 'u' });
+      for (const timestamp of [3000, 1000, 2000, 2000])
+        await service.appendEvent({ session, event: createEvent({ timestamp }) });
+      const key = { appName: 'app', userId: 'u', sessionId: session.id };
+      expect((await service.getSession(key))?.events.map((e) => e.timestamp)).toEqual([
+        3000, 1000, 2000, 2000,
+      ]);
+      const recent = await service.getSession({ ...key, config: { numRecentEvents: 3 } });
+      expect(recent?.events.map((e) => e.timestamp)).toEqual([1000, 2000, 2000]);
+      expect(recent?.lastUpdateTime).toBe(2000);
+    });
+
     test('keeps sub-second timestamps and their order', async () => {
       const session = await service.createSession({ appName: 'app', userId: 'u' });
       const second = Math.floor(Date.now() / 1000) * 1000;
