@@ -1,0 +1,113 @@
+// The run logs: one tidemark session per run, the session id being the run id. A folded view of
+// each run is kept as a hint and confirmed on every call by reading the log from the view's end,
+// so another process's appends are seen by the next call; every write is planned from a confirmed
+// view and appended at the view's next seq, which the store refuses (CONFLICT) when another
+// writer got there first; the plan is then made again from the log as it now is.
+import { isTidemarkError, KeyedQueue, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+import type { Event } from '@workflow/world';
+import { EventSchema } from '@workflow/world';
+import { decodeValue, encodeValue } from './codec.js';
+import type { Plan } from './plan.js';
+import { applyEvent, emptyView, nextSeqOf, type RunView } from './view.js';
+
+/** Event types in the log are the World's, under this prefix. */
+export const EVENT_TYPE_PREFIX = 'workflow/';
+/** How often a write is planned again after losing its seq to another writer before CONFLICT. */
+const MAX_REPLANS = 50;
+
+export function toSessionEvent(event: Event, seq: number): SessionEvent {
+  return {
+    seq,
+    type: `${EVENT_TYPE_PREFIX}${event.eventType}`,
+    time: event.createdAt.toISOString(),
+    data: encodeValue(event) ?? null,
+  };
+}
+
+export function fromSessionEvent(runId: string, stored: SessionEvent): Event {
+  const event = decodeValue(stored.data) as Event;
+  if (!EventSchema.safeParse(event).success || event.runId !== runId)
+    throw new TidemarkError('CORRUPT', `run ${runId}: the event at seq ${stored.seq} is not a World event of this run`, {
+      sessionId: runId,
+      location: { row: `seq=${stored.seq}` },
+    });
+  return event;
+}
+
+/** Reserves a session for its first append; one reserved or stored already is fine. */
+export async function reserve(store: SessionStore, id: string, cwd: string, title?: string): Promise<void> {
+  try {
+    await store.create({ id, cwd, ...(title !== undefined ? { title } : {}) });
+  } catch (error) {
+    if (!isTidemarkError(error, 'ALREADY_EXISTS')) throw error;
+  }
+}
+
+export class RunLogs {
+  private readonly views = new Map<string, RunView>();
+  private readonly queue = new KeyedQueue();
+
+  constructor(
+    private readonly store: SessionStore,
+    /** The `cwd` every run session of this World is listed under. */
+    readonly cwd: string,
+  ) {}
+
+  /** The run's view, confirmed against the store in this call. An absent run has an empty view. */
+  view(runId: string): Promise<RunView> {
+    return this.queue.run(runId, () => this.refresh(runId));
+  }
+
+  /**
+   * Plans against the confirmed view and appends the plan's events at its next seq; plans again
+   * when another writer took that seq. Resolves with the view after the append.
+   */
+  commit(runId: string, planner: (view: RunView) => Plan, title?: string): Promise<{ view: RunView; plan: Plan }> {
+    return this.queue.run(runId, async () => {
+      for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
+        const view = await this.refresh(runId);
+        const plan = planner(view);
+        if (plan.kind === 'none') return { view, plan };
+        const seq = nextSeqOf(view);
+        if (seq === 0) await reserve(this.store, runId, this.cwd, title);
+        try {
+          await this.store.append(
+            runId,
+            plan.events.map((event, i) => toSessionEvent(event, seq + i)),
+          );
+        } catch (error) {
+          if (isTidemarkError(error, 'CONFLICT')) continue;
+          throw error;
+        }
+        for (const event of plan.events) applyEvent(view, event);
+        return { view, plan };
+      }
+      throw new TidemarkError('CONFLICT', `run ${runId}: lost the next seq to other writers ${MAX_REPLANS} times`, {
+        sessionId: runId,
+      });
+    });
+  }
+
+  private async refresh(runId: string): Promise<RunView> {
+    const view = this.views.get(runId) ?? emptyView(runId);
+    try {
+      for await (const stored of this.store.read(runId, { fromSeq: nextSeqOf(view) })) {
+        if (stored.seq !== nextSeqOf(view))
+          throw new TidemarkError('CORRUPT', `run ${runId}: expected seq ${nextSeqOf(view)}, read ${stored.seq}`, {
+            sessionId: runId,
+            location: { row: `seq=${stored.seq}` },
+          });
+        applyEvent(view, fromSessionEvent(runId, stored));
+      }
+    } catch (error) {
+      // True absence only: a run never written (or deleted with tidemark's tools) has no events.
+      if (isTidemarkError(error, 'NOT_FOUND')) {
+        this.views.delete(runId);
+        return emptyView(runId);
+      }
+      throw error;
+    }
+    this.views.set(runId, view);
+    return view;
+  }
+}
