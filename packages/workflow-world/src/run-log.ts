@@ -70,14 +70,15 @@ export class RunLogs {
         if (plan.kind === 'none') return { view, plan };
         const seq = nextSeqOf(view);
         if (seq === 0) await reserve(this.store, runId, this.cwd, title);
+        const batch = plan.events.map((event, i) => toSessionEvent(event, seq + i));
         try {
-          await this.store.append(
-            runId,
-            plan.events.map((event, i) => toSessionEvent(event, seq + i)),
-          );
+          await this.store.append(runId, batch);
         } catch (error) {
           if (isTidemarkError(error, 'CONFLICT')) continue;
-          throw error;
+          const outcome = await this.settle(runId, batch, plan.events);
+          if (outcome === 'lost-seq') continue;
+          if (outcome !== 'landed') throw error;
+          return { view: await this.refresh(runId), plan };
         }
         for (const event of plan.events) applyEvent(view, event);
         return { view, plan };
@@ -86,6 +87,29 @@ export class RunLogs {
         sessionId: runId,
       });
     });
+  }
+
+  /**
+   * After a failed append: whether the batch is in the log after all (an append in doubt), or the
+   * seq went to another writer, or neither could be told. It appends the same batch at the same
+   * seq again, which the store takes as a retry when it landed the first time, so an append that
+   * failed in doubt and a store that answers again do not turn into an error, nor into the event
+   * twice when the caller retries.
+   */
+  private async settle(runId: string, batch: SessionEvent[], events: Event[]): Promise<'landed' | 'lost-seq' | 'unknown'> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        const view = await this.refresh(runId);
+        const seq = batch[0]?.seq ?? 0;
+        if (nextSeqOf(view) > seq)
+          return view.events[seq]?.eventId === events[0]?.eventId ? 'landed' : 'lost-seq';
+        await this.store.append(runId, batch);
+        return 'landed';
+      } catch (error) {
+        if (isTidemarkError(error, 'CONFLICT')) return 'lost-seq';
+      }
+    }
+    return 'unknown';
   }
 
   private async refresh(runId: string): Promise<RunView> {

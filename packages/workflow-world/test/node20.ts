@@ -1,6 +1,6 @@
 // @workflow/world-testing's hooks case calls Promise.withResolvers, which Node has from 22 on;
 // this repository runs on Node 20, so the test process gets the standard behaviour here.
-if (typeof Promise.withResolvers !== 'function') {
+if (typeof (Promise as unknown as { withResolvers?: unknown }).withResolvers !== 'function') {
   Object.defineProperty(Promise, 'withResolvers', {
     configurable: true,
     writable: true,
