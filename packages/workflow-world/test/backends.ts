@@ -82,3 +82,15 @@ export async function backends(): Promise<Backend[]> {
   if (await postgresAnswers()) list.push(postgresBackend());
   return list;
 }
+
+/** Drops every schema whose name starts with `prefix` (the child processes' stores). */
+export async function dropSchemas(prefix: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ nspname: string }>('SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)', [prefix]);
+    for (const row of rows) await client.query(`DROP SCHEMA IF EXISTS "${row.nspname}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { postgresAnswers } from './backends.js';
+import { dropSchemas, postgresAnswers } from './backends.js';
 import { type Server, startServer, until } from './server.js';
 
 const root = mkdtempSync(join(tmpdir(), 'tidemark-ww-crash-'));
@@ -15,6 +15,7 @@ const servers: Server[] = [];
 afterAll(async () => {
   for (const server of servers) await server.kill();
   rmSync(root, { recursive: true, force: true });
+  if (stores.length > 2) await dropSchemas(`ww_crash_${process.pid}`);
 });
 
 const stores: [string, string][] = [

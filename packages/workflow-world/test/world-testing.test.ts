@@ -6,9 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestSuite } from '@workflow/world-testing';
-import pg from 'pg';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { PG_URL, postgresAnswers } from './backends.js';
+import { dropSchemas, postgresAnswers } from './backends.js';
 
 const WORLD = './test/fixtures/tidemark-world.mjs';
 const root = mkdtempSync(join(tmpdir(), 'tidemark-ww-suite-'));
@@ -35,19 +34,7 @@ describe('world-testing on SQLite', () => {
 describe.runIf(await postgresAnswers())('world-testing on PostgreSQL', () => {
   withStore(`postgres:${schema}`);
   createTestSuite(WORLD);
-  afterAll(async () => {
-    const client = new pg.Client({ connectionString: PG_URL });
-    await client.connect();
-    try {
-      const { rows } = await client.query<{ nspname: string }>(
-        `SELECT nspname FROM pg_namespace WHERE nspname LIKE $1`,
-        [`${schema}\\_%`],
-      );
-      for (const row of rows) await client.query(`DROP SCHEMA IF EXISTS "${row.nspname}" CASCADE`);
-    } finally {
-      await client.end();
-    }
-  });
+  afterAll(() => dropSchemas(schema));
 });
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
