@@ -6,10 +6,9 @@
 import { createHash } from 'node:crypto';
 import { isTidemarkError, type SessionStore, TidemarkError } from '@tidemark/core';
 import type { RunLogs } from './run-log.js';
-import { reserve } from './run-log.js';
+import { backoff, MAX_REPLANS, reserve } from './run-log.js';
 
 const CLAIM = 'workflow/token-claim';
-const MAX_REPLANS = 50;
 
 /** The hook holding a token. */
 export interface TokenClaim {
@@ -61,6 +60,7 @@ export class HookTokens {
   async claim(token: string, claimant: TokenClaim): Promise<string | undefined> {
     const id = tokenSessionId(token);
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
+      await backoff(attempt);
       const { claim, nextSeq } = await this.last(token);
       if (claim !== undefined && claim.runId === claimant.runId && claim.hookId === claimant.hookId) return undefined;
       if (claim !== undefined && (await this.holds(claim))) return claim.runId;

@@ -13,7 +13,17 @@ import { applyEvent, emptyView, nextSeqOf, type RunView } from './view.js';
 /** Event types in the log are the World's, under this prefix. */
 export const EVENT_TYPE_PREFIX = 'workflow/';
 /** How often a write is planned again after losing its seq to another writer before CONFLICT. */
-const MAX_REPLANS = 50;
+export const MAX_REPLANS = 50;
+
+/**
+ * The wait before planning again after a lost seq: none the first time (another writer appended:
+ * the next plan sees it), then growing to 100 ms, for a JSONL session whose writer lock another
+ * process holds until it goes idle (about 0.3 s after its last append); 50 replans wait about 3.5 s.
+ */
+export function backoff(attempt: number): Promise<void> {
+  if (attempt === 0) return Promise.resolve();
+  return new Promise((resolve) => setTimeout(resolve, Math.min(5 * attempt, 100)));
+}
 
 export function toSessionEvent(event: Event, seq: number): SessionEvent {
   return {
@@ -65,6 +75,7 @@ export class RunLogs {
   commit(runId: string, planner: (view: RunView) => Plan, title?: string): Promise<{ view: RunView; plan: Plan }> {
     return this.queue.run(runId, async () => {
       for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
+        await backoff(attempt);
         const view = await this.refresh(runId);
         const plan = planner(view);
         if (plan.kind === 'none') return { view, plan };

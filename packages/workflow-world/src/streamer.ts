@@ -5,12 +5,11 @@
 import { createHash } from 'node:crypto';
 import { isTidemarkError, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
 import type { GetChunksOptions, StreamChunksResponse, StreamInfoResponse, Streamer } from '@workflow/world';
-import { reserve } from './run-log.js';
+import { backoff, MAX_REPLANS, reserve } from './run-log.js';
 import type { Layout } from './storage.js';
 
 const CHUNK = 'workflow/chunk';
 const CLOSE = 'workflow/stream-close';
-const MAX_REPLANS = 50;
 
 export const streamSessionId = (name: string): string =>
   `wstr_${createHash('sha256').update(name).digest('hex').slice(0, 48)}`;
@@ -63,6 +62,7 @@ export function createStreamer(store: SessionStore, layout: Layout, options: Str
   async function appendAtEnd(runId: string, name: string, events: (seq: number) => SessionEvent[]): Promise<void> {
     const id = streamSessionId(name);
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
+      await backoff(attempt);
       const { nextSeq, closed } = await tail(id);
       if (closed) throw new TidemarkError('INVALID', `stream ${name} is closed: nothing more can be written to it`);
       if (nextSeq === 0) await reserve(store, id, layout.streams(runId), name);
