@@ -2,8 +2,9 @@
 // tidemark event's data is JSON. The encoding is total and reversible: bytes and dates become
 // tagged objects, and an object that happens to use the tag key is escaped, so no user value can
 // be read back as something else.
-import { TidemarkError } from '@tidemark/core';
+
 import type { JsonValue } from '@tidemark/core';
+import { TidemarkError } from '@tidemark/core';
 
 const TAG = '~tm';
 
@@ -36,6 +37,7 @@ export function decodeValue(value: JsonValue): unknown {
   if (tag === 'num' && typeof value.v === 'string') return Number(value.v);
   const source = tag === 'obj' && value.v !== null && typeof value.v === 'object' ? value.v : value;
   const out: { [key: string]: unknown } = {};
-  for (const [key, item] of Object.entries(source as { [key: string]: JsonValue })) out[key] = decodeValue(item);
+  for (const [key, item] of Object.entries(source as { [key: string]: JsonValue }))
+    out[key] = decodeValue(item);
   return out;
 }

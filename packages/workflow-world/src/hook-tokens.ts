@@ -35,7 +35,9 @@ export class HookTokens {
       for await (const event of this.store.read(id, { last: 1 })) {
         const data = event.data as { runId?: unknown; hookId?: unknown } | null;
         if (event.type !== CLAIM || typeof data?.runId !== 'string' || typeof data.hookId !== 'string')
-          throw new TidemarkError('CORRUPT', `hook token log ${id}: seq ${event.seq} is not a claim`, { sessionId: id });
+          throw new TidemarkError('CORRUPT', `hook token log ${id}: seq ${event.seq} is not a claim`, {
+            sessionId: id,
+          });
         claim = { runId: data.runId, hookId: data.hookId };
         nextSeq = event.seq + 1;
       }
@@ -62,7 +64,8 @@ export class HookTokens {
     for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
       await backoff(attempt);
       const { claim, nextSeq } = await this.last(token);
-      if (claim !== undefined && claim.runId === claimant.runId && claim.hookId === claimant.hookId) return undefined;
+      if (claim !== undefined && claim.runId === claimant.runId && claim.hookId === claimant.hookId)
+        return undefined;
       if (claim !== undefined && (await this.holds(claim))) return claim.runId;
       if (nextSeq === 0) await reserve(this.store, id, this.cwd);
       try {
@@ -74,7 +77,9 @@ export class HookTokens {
         if (!isTidemarkError(error, 'CONFLICT')) throw error;
       }
     }
-    throw new TidemarkError('CONFLICT', `hook token log ${id}: lost the next seq ${MAX_REPLANS} times`, { sessionId: id });
+    throw new TidemarkError('CONFLICT', `hook token log ${id}: lost the next seq ${MAX_REPLANS} times`, {
+      sessionId: id,
+    });
   }
 
   /** The live hook holding the token, if any. */

@@ -20,7 +20,9 @@ export function page<T>(
   const start =
     cursor === undefined || cursor === ''
       ? ordered
-      : ordered.filter((item) => (order === 'asc' ? compare(key(item), cursor) > 0 : compare(key(item), cursor) < 0));
+      : ordered.filter((item) =>
+          order === 'asc' ? compare(key(item), cursor) > 0 : compare(key(item), cursor) < 0,
+        );
   const data = start.slice(0, limit);
   const hasMore = start.length > limit;
   const last = data.at(-1);

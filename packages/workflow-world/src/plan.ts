@@ -55,8 +55,11 @@ function attributeEntries(data: Record<string, unknown>): { key: string; value: 
 function resilientStart(view: RunView, request: Request, ctx: PlanContext): Event | undefined {
   if (request.eventType !== 'run_started') return undefined;
   const data = dataOf(request);
-  if (data.deploymentId === undefined || data.workflowName === undefined || data.input === undefined) return undefined;
-  validateAttributeChanges(attributeEntries(data), { allowReservedAttributes: data.allowReservedAttributes === true });
+  if (data.deploymentId === undefined || data.workflowName === undefined || data.input === undefined)
+    return undefined;
+  validateAttributeChanges(attributeEntries(data), {
+    allowReservedAttributes: data.allowReservedAttributes === true,
+  });
   return stamp(
     view,
     {
@@ -79,12 +82,15 @@ function checkTerminalRun(view: RunView, request: Request, lazyStart: boolean): 
   const run = view.run;
   if (run === undefined || !isTerminalWorkflowRunStatus(run.status)) return undefined;
   const type = request.eventType;
-  if (type === 'run_started') throw new RunExpiredError(`Workflow run "${view.runId}" is already in terminal state "${run.status}"`);
+  if (type === 'run_started')
+    throw new RunExpiredError(`Workflow run "${view.runId}" is already in terminal state "${run.status}"`);
   if (type === 'run_cancelled' && run.status === 'cancelled') return undefined; // idempotent: recorded again
-  if (isTerminalRunEventType(type)) throw new EntityConflictError(`Cannot transition run from terminal state "${run.status}"`);
+  if (isTerminalRunEventType(type))
+    throw new EntityConflictError(`Cannot transition run from terminal state "${run.status}"`);
   if (type === 'step_created' || type === 'hook_created' || type === 'wait_created' || lazyStart)
     throw new EntityConflictError(`Cannot create new entities on run in terminal state "${run.status}"`);
-  if (type === 'attr_set') throw new EntityConflictError(`Cannot set attributes on run in terminal state "${run.status}"`);
+  if (type === 'attr_set')
+    throw new EntityConflictError(`Cannot set attributes on run in terminal state "${run.status}"`);
   return undefined;
 }
 
@@ -100,7 +106,8 @@ function checkStep(view: RunView, request: Request, lazyStart: boolean, ctx: Pla
     return;
   }
   if (lazyStart) throw new EntityConflictError(`Step "${id}" already created`);
-  if (isTerminalStepStatus(step.status)) throw new EntityConflictError(`Cannot modify step in terminal state "${step.status}"`);
+  if (isTerminalStepStatus(step.status))
+    throw new EntityConflictError(`Cannot modify step in terminal state "${step.status}"`);
   const run = view.run;
   if (run !== undefined && isTerminalWorkflowRunStatus(run.status) && step.status !== 'running')
     throw new RunExpiredError(`Cannot modify non-running step on run in terminal state "${run.status}"`);
@@ -117,7 +124,8 @@ function checkHookOrWait(view: RunView, request: Request): void {
   const id = request.correlationId as string;
   switch (request.eventType) {
     case 'hook_created':
-      if (view.hooks.has(id) || view.disposedHooks.has(id)) throw new EntityConflictError(`Hook "${id}" already created`);
+      if (view.hooks.has(id) || view.disposedHooks.has(id))
+        throw new EntityConflictError(`Hook "${id}" already created`);
       return;
     case 'hook_received':
     case 'hook_disposed':
@@ -154,7 +162,8 @@ export function planEvent(view: RunView, request: Request, ctx: PlanContext): Pl
   } else if (requiresNewerWorld(view.run.specVersion)) {
     throw new RunNotSupportedError(view.run.specVersion ?? 0, SPEC_VERSION_CURRENT);
   }
-  const lazyStart = type === 'step_started' && dataOf(request).stepName !== undefined && dataOf(request).input !== undefined;
+  const lazyStart =
+    type === 'step_started' && dataOf(request).stepName !== undefined && dataOf(request).input !== undefined;
   checkTerminalRun(view, request, lazyStart);
   if (type.startsWith('step_')) checkStep(view, request, lazyStart, ctx);
   else checkHookOrWait(view, request);
@@ -169,11 +178,22 @@ export function planEvent(view: RunView, request: Request, ctx: PlanContext): Pl
   return planAppend(view, request, ctx, prefix, lazyStart);
 }
 
-function planAppend(view: RunView, request: Request, ctx: PlanContext, prefix: Event[], lazyStart: boolean): Plan {
+function planAppend(
+  view: RunView,
+  request: Request,
+  ctx: PlanContext,
+  prefix: Event[],
+  lazyStart: boolean,
+): Plan {
   const id = request.correlationId as string;
   if (request.eventType === 'hook_created' && ctx.tokenHeldBy !== undefined) {
     const token = dataOf(request).token;
-    const conflict = { eventType: 'hook_conflict', correlationId: id, specVersion: request.specVersion, eventData: { token, conflictingRunId: ctx.tokenHeldBy } };
+    const conflict = {
+      eventType: 'hook_conflict',
+      correlationId: id,
+      specVersion: request.specVersion,
+      eventData: { token, conflictingRunId: ctx.tokenHeldBy },
+    };
     return { kind: 'append', events: [...prefix, stamp(view, conflict as Request, ctx)] };
   }
   let event = stamp(view, request, ctx);
@@ -183,7 +203,20 @@ function planAppend(view: RunView, request: Request, ctx: PlanContext, prefix: E
   }
   if (!lazyStart) return { kind: 'append', events: [...prefix, event] };
   const { input, stepName, workflowName } = dataOf(request);
-  const created = stamp(view, { eventType: 'step_created', correlationId: id, specVersion: request.specVersion, eventData: { stepName, workflowName, input } } as Request, ctx);
+  const created = stamp(
+    view,
+    {
+      eventType: 'step_created',
+      correlationId: id,
+      specVersion: request.specVersion,
+      eventData: { stepName, workflowName, input },
+    } as Request,
+    ctx,
+  );
   const { input: _input, ...startData } = dataOf(event);
-  return { kind: 'append', events: [...prefix, created, { ...event, eventData: startData } as Event], stepCreated: true };
+  return {
+    kind: 'append',
+    events: [...prefix, created, { ...event, eventData: startData } as Event],
+    stepCreated: true,
+  };
 }

@@ -3,7 +3,13 @@
 // so another process's appends are seen by the next call; every write is planned from a confirmed
 // view and appended at the view's next seq, which the store refuses (CONFLICT) when another
 // writer got there first; the plan is then made again from the log as it now is.
-import { isTidemarkError, KeyedQueue, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+import {
+  isTidemarkError,
+  KeyedQueue,
+  type SessionEvent,
+  type SessionStore,
+  TidemarkError,
+} from '@tidemark/core';
 import type { Event } from '@workflow/world';
 import { EventSchema } from '@workflow/world';
 import { decodeValue, encodeValue } from './codec.js';
@@ -37,10 +43,14 @@ export function toSessionEvent(event: Event, seq: number): SessionEvent {
 export function fromSessionEvent(runId: string, stored: SessionEvent): Event {
   const event = decodeValue(stored.data) as Event;
   if (!EventSchema.safeParse(event).success || event.runId !== runId)
-    throw new TidemarkError('CORRUPT', `run ${runId}: the event at seq ${stored.seq} is not a World event of this run`, {
-      sessionId: runId,
-      location: { row: `seq=${stored.seq}` },
-    });
+    throw new TidemarkError(
+      'CORRUPT',
+      `run ${runId}: the event at seq ${stored.seq} is not a World event of this run`,
+      {
+        sessionId: runId,
+        location: { row: `seq=${stored.seq}` },
+      },
+    );
   return event;
 }
 
@@ -72,7 +82,11 @@ export class RunLogs {
    * Plans against the confirmed view and appends the plan's events at its next seq; plans again
    * when another writer took that seq. Resolves with the view after the append.
    */
-  commit(runId: string, planner: (view: RunView) => Plan, title?: string): Promise<{ view: RunView; plan: Plan }> {
+  commit(
+    runId: string,
+    planner: (view: RunView) => Plan,
+    title?: string,
+  ): Promise<{ view: RunView; plan: Plan }> {
     return this.queue.run(runId, async () => {
       for (let attempt = 0; attempt < MAX_REPLANS; attempt++) {
         await backoff(attempt);
@@ -94,9 +108,13 @@ export class RunLogs {
         for (const event of plan.events) applyEvent(view, event);
         return { view, plan };
       }
-      throw new TidemarkError('CONFLICT', `run ${runId}: lost the next seq to other writers ${MAX_REPLANS} times`, {
-        sessionId: runId,
-      });
+      throw new TidemarkError(
+        'CONFLICT',
+        `run ${runId}: lost the next seq to other writers ${MAX_REPLANS} times`,
+        {
+          sessionId: runId,
+        },
+      );
     });
   }
 
@@ -107,7 +125,11 @@ export class RunLogs {
    * failed in doubt and a store that answers again do not turn into an error, nor into the event
    * twice when the caller retries.
    */
-  private async settle(runId: string, batch: SessionEvent[], events: Event[]): Promise<'landed' | 'lost-seq' | 'unknown'> {
+  private async settle(
+    runId: string,
+    batch: SessionEvent[],
+    events: Event[],
+  ): Promise<'landed' | 'lost-seq' | 'unknown'> {
     for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const view = await this.refresh(runId);
@@ -128,10 +150,14 @@ export class RunLogs {
     try {
       for await (const stored of this.store.read(runId, { fromSeq: nextSeqOf(view) })) {
         if (stored.seq !== nextSeqOf(view))
-          throw new TidemarkError('CORRUPT', `run ${runId}: expected seq ${nextSeqOf(view)}, read ${stored.seq}`, {
-            sessionId: runId,
-            location: { row: `seq=${stored.seq}` },
-          });
+          throw new TidemarkError(
+            'CORRUPT',
+            `run ${runId}: expected seq ${nextSeqOf(view)}, read ${stored.seq}`,
+            {
+              sessionId: runId,
+              location: { row: `seq=${stored.seq}` },
+            },
+          );
         applyEvent(view, fromSessionEvent(runId, stored));
       }
     } catch (error) {

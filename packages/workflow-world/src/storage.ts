@@ -8,7 +8,16 @@ import type {
   CreateEventParams,
   Event,
   EventResult,
+  GetEventParams,
+  GetHookParams,
+  GetStepParams,
+  GetWorkflowRunParams,
   Hook,
+  ListEventsByCorrelationIdParams,
+  ListEventsParams,
+  ListHooksParams,
+  ListWorkflowRunStepsParams,
+  ListWorkflowRunsParams,
   ResolveData,
   Step,
   Storage,
@@ -38,7 +47,9 @@ export const layoutOf = (namespace: string): Layout => ({
 // Callers own what they are handed: the runtime hydrates fields in place (a hook's metadata), so
 // every entity and event leaves as a copy, never as the folded view's own object.
 const runData = (run: WorkflowRun, resolve: ResolveData | undefined): WorkflowRun =>
-  structuredClone(resolve === 'none' ? ({ ...run, input: undefined, output: undefined } as WorkflowRun) : run);
+  structuredClone(
+    resolve === 'none' ? ({ ...run, input: undefined, output: undefined } as WorkflowRun) : run,
+  );
 const stepData = (step: Step, resolve: ResolveData | undefined): Step =>
   structuredClone(resolve === 'none' ? ({ ...step, input: undefined, output: undefined } as Step) : step);
 function hookData(hook: Hook, resolve: ResolveData | undefined): Hook {
@@ -51,10 +62,16 @@ const eventData = (event: Event, resolve: ResolveData | undefined): Event =>
 const copy = <T>(value: T): T => (value === undefined ? value : structuredClone(value));
 
 function assertRunId(runId: string): void {
-  if (!isValidId(runId)) throw new TidemarkError('INVALID', `runId ${JSON.stringify(runId)} is not a valid run id`);
+  if (!isValidId(runId))
+    throw new TidemarkError('INVALID', `runId ${JSON.stringify(runId)} is not a valid run id`);
 }
 
-function resultOf(view: RunView, request: AnyEventRequest, plan: Plan, params: CreateEventParams | undefined): EventResult {
+function resultOf(
+  view: RunView,
+  request: AnyEventRequest,
+  plan: Plan,
+  params: CreateEventParams | undefined,
+): EventResult {
   if (plan.kind === 'none') return { run: copy(view.run) };
   const event = plan.events.at(-1) as Event;
   const type = event.eventType;
@@ -85,15 +102,28 @@ export interface TidemarkStorage extends Storage {
   runIds(): Promise<string[]>;
 }
 
-export function createStorage(store: SessionStore, layout: Layout): TidemarkStorage {
-  const runs = new RunLogs(store, layout.runs);
-  const tokens = new HookTokens(store, runs, layout.tokens);
+/** The reads and the one write of the World's Storage, over the run logs and the token logs. */
+class WorldStorage {
+  readonly runs: RunLogs;
+  readonly tokens: HookTokens;
 
-  async function runIds(): Promise<string[]> {
+  constructor(
+    private readonly store: SessionStore,
+    private readonly layout: Layout,
+  ) {
+    this.runs = new RunLogs(store, layout.runs);
+    this.tokens = new HookTokens(store, this.runs, layout.tokens);
+  }
+
+  async runIds(): Promise<string[]> {
     const ids: string[] = [];
     let cursor: string | undefined;
     do {
-      const found = await store.list({ cwd: layout.runs, limit: 1000, ...(cursor !== undefined ? { cursor } : {}) });
+      const found = await this.store.list({
+        cwd: this.layout.runs,
+        limit: 1000,
+        ...(cursor !== undefined ? { cursor } : {}),
+      });
       // A run the store cannot describe is an error, never a run silently left out of the list.
       const problem = found.problems[0];
       if (problem !== undefined) throw problem.error;
@@ -102,22 +132,29 @@ export function createStorage(store: SessionStore, layout: Layout): TidemarkStor
     } while (cursor !== undefined);
     return ids.sort();
   }
-  async function allViews(): Promise<RunView[]> {
+
+  async allViews(): Promise<RunView[]> {
     const views: RunView[] = [];
-    for (const id of await runIds()) views.push(await runs.view(id));
+    for (const id of await this.runIds()) views.push(await this.runs.view(id));
     return views;
   }
-  async function storedRun(id: string): Promise<RunView & { run: WorkflowRun }> {
+
+  async storedRun(id: string): Promise<RunView & { run: WorkflowRun }> {
     assertRunId(id);
-    const view = await runs.view(id);
+    const view = await this.runs.view(id);
     if (view.run === undefined) throw new WorkflowRunNotFoundError(id);
     return view as RunView & { run: WorkflowRun };
   }
 
-  async function create(runId: string | null, request: AnyEventRequest, params?: CreateEventParams): Promise<EventResult> {
+  async create(
+    runId: string | null,
+    request: AnyEventRequest,
+    params?: CreateEventParams,
+  ): Promise<EventResult> {
     let id = runId ?? '';
     if (request.eventType === 'run_created' && id === '') id = `wrun_${monotonicUlid()}`;
-    else if (id === '') throw new TidemarkError('INVALID', `events.create(${request.eventType}): runId is required`);
+    else if (id === '')
+      throw new TidemarkError('INVALID', `events.create(${request.eventType}): runId is required`);
     else if (request.eventType === 'run_created') {
       const problem = validateUlidTimestamp(id, 'wrun_');
       if (problem !== null) throw new WorkflowWorldError(problem);
@@ -126,10 +163,10 @@ export function createStorage(store: SessionStore, layout: Layout): TidemarkStor
     let tokenHeldBy: string | undefined;
     if (request.eventType === 'hook_created') {
       const token = dataOf(request).token as string;
-      tokenHeldBy = await tokens.claim(token, { runId: id, hookId: request.correlationId });
+      tokenHeldBy = await this.tokens.claim(token, { runId: id, hookId: request.correlationId });
     }
     const title = request.eventType === 'run_created' ? (dataOf(request).workflowName as string) : undefined;
-    const { view, plan } = await runs.commit(
+    const { view, plan } = await this.runs.commit(
       id,
       (current) =>
         planEvent(current, request, {
@@ -142,77 +179,107 @@ export function createStorage(store: SessionStore, layout: Layout): TidemarkStor
     return resultOf(view, request, plan, params);
   }
 
-  const storage: TidemarkStorage = {
-    runIds,
+  async listRuns(params?: ListWorkflowRunsParams) {
+    const found = (await this.allViews())
+      .map((view) => view.run)
+      .filter((run): run is WorkflowRun => run !== undefined)
+      .filter((run) => params?.workflowName === undefined || run.workflowName === params.workflowName)
+      .filter((run) => params?.status === undefined || run.status === params.status);
+    const result = page(found, (run) => run.runId, params?.pagination, 'desc');
+    return { ...result, data: result.data.map((run) => runData(run, params?.resolveData)) };
+  }
+
+  async getStep(runId: string, stepId: string, params?: { resolveData?: ResolveData }): Promise<Step> {
+    const step = (await this.storedRun(runId)).steps.get(stepId);
+    if (step === undefined) throw new WorkflowWorldError(`Step ${stepId} in run ${runId} not found`);
+    return stepData(step, params?.resolveData);
+  }
+
+  async listSteps(params: ListWorkflowRunStepsParams) {
+    const view = await this.storedRun(params.runId);
+    const steps = [...view.steps.values()].sort((a, b) => (a.stepId < b.stepId ? -1 : 1));
+    const result = page(steps, (s) => s.stepId, params.pagination, 'desc');
+    return { ...result, data: result.data.map((step) => stepData(step, params.resolveData)) };
+  }
+
+  async getEvent(runId: string, eventId: string, params?: GetEventParams): Promise<Event> {
+    assertRunId(runId);
+    const event = (await this.runs.view(runId)).events.find((e) => e.eventId === eventId);
+    if (event === undefined) throw new WorkflowWorldError(`Event ${eventId} in run ${runId} not found`);
+    return eventData(event, params?.resolveData);
+  }
+
+  async listEvents(params: ListEventsParams) {
+    assertRunId(params.runId);
+    const view = await this.runs.view(params.runId);
+    const seqs = view.events.map((_, seq) => seq);
+    const result = page(seqs, String, params.pagination, 'asc', bySeq);
+    return {
+      ...result,
+      data: result.data.map((seq) => eventData(view.events[seq] as Event, params.resolveData)),
+    };
+  }
+
+  async listEventsByCorrelationId(params: ListEventsByCorrelationIdParams) {
+    const found: Event[] = [];
+    for (const view of await this.allViews())
+      for (const event of view.events) if (event.correlationId === params.correlationId) found.push(event);
+    const result = page(found, (e) => e.eventId, params.pagination, 'asc');
+    return { ...result, data: result.data.map((event) => eventData(event, params.resolveData)) };
+  }
+
+  async getHook(hookId: string, params?: GetHookParams): Promise<Hook> {
+    for (const view of await this.allViews()) {
+      const hook = view.hooks.get(hookId);
+      if (hook !== undefined) return hookData(hook, params?.resolveData);
+    }
+    throw new HookNotFoundError(hookId);
+  }
+
+  async getHookByToken(token: string, params?: GetHookParams): Promise<Hook> {
+    const holder = await this.tokens.holder(token);
+    const hook =
+      holder === undefined ? undefined : (await this.runs.view(holder.runId)).hooks.get(holder.hookId);
+    if (hook === undefined) throw new HookNotFoundError(token);
+    return hookData(hook, params?.resolveData);
+  }
+
+  async listHooks(params: ListHooksParams) {
+    const views = params.runId !== undefined ? [await this.storedRun(params.runId)] : await this.allViews();
+    const hooks = views
+      .flatMap((view) => [...view.hooks.values()])
+      .sort((a, b) => (a.hookId < b.hookId ? -1 : 1));
+    const result = page(hooks, (h) => h.hookId, params.pagination, 'desc');
+    return { ...result, data: result.data.map((hook) => hookData(hook, params.resolveData)) };
+  }
+}
+
+/** The World's Storage over `store`, its sessions listed under `layout`. */
+export function createStorage(store: SessionStore, layout: Layout): TidemarkStorage {
+  const s = new WorldStorage(store, layout);
+  return {
+    runIds: () => s.runIds(),
     runs: {
-      get: (async (id: string, params?: { resolveData?: ResolveData }) =>
-        runData((await storedRun(id)).run, params?.resolveData)) as Storage['runs']['get'],
-      list: (async (params?: { workflowName?: string; status?: string; pagination?: never; resolveData?: ResolveData }) => {
-        const found = (await allViews())
-          .map((view) => view.run)
-          .filter((run): run is WorkflowRun => run !== undefined)
-          .filter((run) => params?.workflowName === undefined || run.workflowName === params.workflowName)
-          .filter((run) => params?.status === undefined || run.status === params.status);
-        const result = page(found, (run) => run.runId, params?.pagination, 'desc');
-        return { ...result, data: result.data.map((run) => runData(run, params?.resolveData)) };
-      }) as Storage['runs']['list'],
+      get: (async (id: string, params?: GetWorkflowRunParams) =>
+        runData((await s.storedRun(id)).run, params?.resolveData)) as Storage['runs']['get'],
+      list: ((params?: ListWorkflowRunsParams) => s.listRuns(params)) as Storage['runs']['list'],
     },
     steps: {
-      get: (async (runId: string, stepId: string, params?: { resolveData?: ResolveData }) => {
-        const step = (await storedRun(runId)).steps.get(stepId);
-        if (step === undefined) throw new WorkflowWorldError(`Step ${stepId} in run ${runId} not found`);
-        return stepData(step, params?.resolveData);
-      }) as Storage['steps']['get'],
-      list: (async (params: { runId: string; pagination?: never; resolveData?: ResolveData }) => {
-        const view = await storedRun(params.runId);
-        const result = page([...view.steps.values()].sort((a, b) => (a.stepId < b.stepId ? -1 : 1)), (s) => s.stepId, params.pagination, 'desc');
-        return { ...result, data: result.data.map((step) => stepData(step, params.resolveData)) };
-      }) as Storage['steps']['list'],
+      get: ((runId: string, stepId: string, params?: GetStepParams) =>
+        s.getStep(runId, stepId, params)) as Storage['steps']['get'],
+      list: ((params: ListWorkflowRunStepsParams) => s.listSteps(params)) as Storage['steps']['list'],
     },
     events: {
-      create: create as Storage['events']['create'],
-      async get(runId, eventId, params) {
-        assertRunId(runId);
-        const event = (await runs.view(runId)).events.find((e) => e.eventId === eventId);
-        if (event === undefined) throw new WorkflowWorldError(`Event ${eventId} in run ${runId} not found`);
-        return eventData(event, params?.resolveData);
-      },
-      async list(params) {
-        assertRunId(params.runId);
-        const view = await runs.view(params.runId);
-        const seqs = view.events.map((_, seq) => seq);
-        const result = page(seqs, String, params.pagination, 'asc', bySeq);
-        return { ...result, data: result.data.map((seq) => eventData(view.events[seq] as Event, params.resolveData)) };
-      },
-      async listByCorrelationId(params) {
-        const found: Event[] = [];
-        for (const view of await allViews())
-          for (const event of view.events) if (event.correlationId === params.correlationId) found.push(event);
-        const result = page(found, (e) => e.eventId, params.pagination, 'asc');
-        return { ...result, data: result.data.map((event) => eventData(event, params.resolveData)) };
-      },
+      create: ((runId: string | null, request: AnyEventRequest, params?: CreateEventParams) =>
+        s.create(runId, request, params)) as Storage['events']['create'],
+      get: (runId, eventId, params) => s.getEvent(runId, eventId, params),
+      list: (params) => s.listEvents(params),
+      listByCorrelationId: (params) => s.listEventsByCorrelationId(params),
     },
     hooks: {
-      async get(hookId, params) {
-        for (const view of await allViews()) {
-          const hook = view.hooks.get(hookId);
-          if (hook !== undefined) return hookData(hook, params?.resolveData);
-        }
-        throw new HookNotFoundError(hookId);
-      },
-      async getByToken(token, params) {
-        const holder = await tokens.holder(token);
-        const hook = holder === undefined ? undefined : (await runs.view(holder.runId)).hooks.get(holder.hookId);
-        if (hook === undefined) throw new HookNotFoundError(token);
-        return hookData(hook, params?.resolveData);
-      },
-      async list(params) {
-        const views = params.runId !== undefined ? [await storedRun(params.runId)] : await allViews();
-        const hooks = views.flatMap((view) => [...view.hooks.values()]).sort((a, b) => (a.hookId < b.hookId ? -1 : 1));
-        const result = page(hooks, (h) => h.hookId, params.pagination, 'desc');
-        return { ...result, data: result.data.map((hook) => hookData(hook, params.resolveData)) };
-      },
+      get: (hookId, params) => s.getHook(hookId, params),
+      getByToken: (token, params) => s.getHookByToken(token, params),
+      list: (params) => s.listHooks(params),
     },
   };
-  return storage;
 }

@@ -71,11 +71,22 @@ function foldRun(view: RunView, event: Event, at: Date): void {
       return;
     case 'run_started':
       if (run !== undefined && run.status !== 'running')
-        view.run = { ...run, status: 'running', startedAt: run.startedAt ?? at, updatedAt: at } as WorkflowRun;
+        view.run = {
+          ...run,
+          status: 'running',
+          startedAt: run.startedAt ?? at,
+          updatedAt: at,
+        } as WorkflowRun;
       return;
     case 'run_completed':
       if (run !== undefined)
-        endRun(view, { ...run, status: 'completed', output: data.output, completedAt: at, updatedAt: at } as WorkflowRun);
+        endRun(view, {
+          ...run,
+          status: 'completed',
+          output: data.output,
+          completedAt: at,
+          updatedAt: at,
+        } as WorkflowRun);
       return;
     case 'run_failed':
       if (run !== undefined)
@@ -137,10 +148,22 @@ function foldStep(view: RunView, event: Event, at: Date): void {
       });
       return;
     case 'step_completed':
-      view.steps.set(id, { ...step, status: 'completed', output: data.result, completedAt: at, updatedAt: at } as Step);
+      view.steps.set(id, {
+        ...step,
+        status: 'completed',
+        output: data.result,
+        completedAt: at,
+        updatedAt: at,
+      } as Step);
       return;
     case 'step_failed':
-      view.steps.set(id, { ...step, status: 'failed', error: data.error, completedAt: at, updatedAt: at } as Step);
+      view.steps.set(id, {
+        ...step,
+        status: 'failed',
+        error: data.error,
+        completedAt: at,
+        updatedAt: at,
+      } as Step);
       return;
     case 'step_retrying':
       view.steps.set(id, {
@@ -191,7 +214,8 @@ function foldHookOrWait(view: RunView, event: Event, at: Date): void {
       return;
     case 'wait_completed': {
       const wait = view.waits.get(id);
-      if (wait !== undefined) view.waits.set(id, { ...wait, status: 'completed', completedAt: at, updatedAt: at });
+      if (wait !== undefined)
+        view.waits.set(id, { ...wait, status: 'completed', completedAt: at, updatedAt: at });
       return;
     }
   }

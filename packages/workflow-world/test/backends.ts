@@ -88,7 +88,10 @@ export async function dropSchemas(prefix: string): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ nspname: string }>('SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)', [prefix]);
+    const { rows } = await client.query<{ nspname: string }>(
+      'SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)',
+      [prefix],
+    );
     for (const row of rows) await client.query(`DROP SCHEMA IF EXISTS "${row.nspname}" CASCADE`);
   } finally {
     await client.end();

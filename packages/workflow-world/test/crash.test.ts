@@ -24,7 +24,8 @@ const stores: [string, string][] = [
 ];
 if (await postgresAnswers()) stores.push(['PostgreSQL', `postgres:ww_crash_${process.pid}`]);
 
-const countOf = (events: { eventType: string }[], type: string) => events.filter((e) => e.eventType === type).length;
+const countOf = (events: { eventType: string }[], type: string) =>
+  events.filter((e) => e.eventType === type).length;
 
 describe.each(stores)('SIGKILL during a sleep on %s', (_name, address) => {
   it('completes after a restart, each step run once', async () => {
@@ -45,7 +46,11 @@ describe.each(stores)('SIGKILL during a sleep on %s', (_name, address) => {
 
     const second = await startServer(env);
     servers.push(second);
-    await until(async () => ((await second.status(runId)) === 'completed' ? true : undefined), 30_000, `run ${runId} to complete:\n${second.output()}`);
+    await until(
+      async () => ((await second.status(runId)) === 'completed' ? true : undefined),
+      30_000,
+      `run ${runId} to complete:\n${second.output()}`,
+    );
     const events = await second.events(runId);
     const steps = new Set(events.filter((e) => e.eventType === 'step_created').map((e) => e.correlationId));
     expect(steps.size).toBe(1);

@@ -40,30 +40,56 @@ const OPERATIONS: Record<string, Operation> = {
   'run_created (a new run)': { call: (w) => create(w, FRESH, req.runCreated()), answer: ev, retried: true },
   step_created: { call: (w) => create(w, A, req.stepCreated('step_2')), answer: ev, retried: true },
   step_completed: { call: (w) => create(w, A, req.stepCompleted('step_1')), answer: ev, retried: true },
-  'hook_created (a new token)': { call: (w) => create(w, A, req.hookCreated('hook_2', 'T2')), answer: ev, retried: true },
-  'hook_created (a token another run holds)': { call: (w) => create(w, B, req.hookCreated('hook_b', 'T1')), answer: ev, retried: false },
+  'hook_created (a new token)': {
+    call: (w) => create(w, A, req.hookCreated('hook_2', 'T2')),
+    answer: ev,
+    retried: true,
+  },
+  'hook_created (a token another run holds)': {
+    call: (w) => create(w, B, req.hookCreated('hook_b', 'T1')),
+    answer: ev,
+    retried: false,
+  },
   hook_received: { call: (w) => create(w, A, req.hookReceived('hook_1')), answer: ev },
   hook_disposed: { call: (w) => create(w, A, req.hookDisposed('hook_1')), answer: ev, retried: true },
   wait_completed: { call: (w) => create(w, A, req.waitCompleted('wait_1')), answer: ev, retried: true },
   run_completed: { call: (w) => create(w, A, req.runCompleted()), answer: ev, retried: true },
   'runs.get': { call: (w) => w.runs.get(A), answer: (r) => (r as { status: string }).status },
-  'runs.list': { call: (w) => w.runs.list(), answer: (p) => (p as { data: { runId: string }[] }).data.map((r) => r.runId) },
+  'runs.list': {
+    call: (w) => w.runs.list(),
+    answer: (p) => (p as { data: { runId: string }[] }).data.map((r) => r.runId),
+  },
   'steps.get': { call: (w) => w.steps.get(A, 'step_1'), answer: (s) => (s as { status: string }).status },
-  'steps.list': { call: (w) => w.steps.list({ runId: A }), answer: (p) => (p as { data: unknown[] }).data.length },
-  'events.list': { call: (w) => w.events.list({ runId: A }), answer: (p) => (p as { data: unknown[] }).data.map(ev0) },
+  'steps.list': {
+    call: (w) => w.steps.list({ runId: A }),
+    answer: (p) => (p as { data: unknown[] }).data.length,
+  },
+  'events.list': {
+    call: (w) => w.events.list({ runId: A }),
+    answer: (p) => (p as { data: unknown[] }).data.map(ev0),
+  },
   'events.listByCorrelationId': {
     call: (w) => w.events.listByCorrelationId({ correlationId: 'step_1' }),
     answer: (p) => (p as { data: unknown[] }).data.map(ev0),
   },
   'hooks.get': { call: (w) => w.hooks.get('hook_1'), answer: (h) => (h as { token: string }).token },
-  'hooks.getByToken': { call: (w) => w.hooks.getByToken('T1'), answer: (h) => (h as { hookId: string }).hookId },
-  'hooks.list': { call: (w) => w.hooks.list({ runId: A }), answer: (p) => (p as { data: unknown[] }).data.length },
+  'hooks.getByToken': {
+    call: (w) => w.hooks.getByToken('T1'),
+    answer: (h) => (h as { hookId: string }).hookId,
+  },
+  'hooks.list': {
+    call: (w) => w.hooks.list({ runId: A }),
+    answer: (p) => (p as { data: unknown[] }).data.length,
+  },
   'streams.write': { call: (w) => w.streams.write(A, 'open', bytes('c3')) },
   'streams.close': { call: (w) => w.streams.close(A, 'open'), retried: true },
   'streams.getChunks': { call: (w) => chunks(w, 'open'), answer: (c) => c },
   'streams.getInfo': { call: (w) => w.streams.getInfo(A, 'closed'), answer: (i) => i },
   'streams.list': { call: (w) => w.streams.list(A), answer: (l) => l },
-  'streams.get (a closed stream)': { call: async (w) => readAll(await w.streams.get(A, 'closed')), answer: (c) => c },
+  'streams.get (a closed stream)': {
+    call: async (w) => readAll(await w.streams.get(A, 'closed')),
+    answer: (c) => c,
+  },
 };
 function ev0(e: unknown) {
   const event = e as { eventType: string; correlationId?: string };
@@ -78,7 +104,10 @@ async function observe(w: World): Promise<unknown> {
   const hooks = await w.hooks.list({ runId: A });
   const runs = await w.runs.list();
   const eventsOfB = await w.events.list({ runId: B, pagination: { limit: 1000 } });
-  const holder = await w.hooks.getByToken('T1').then((h) => h.hookId, (e: unknown) => (e as Error).name);
+  const holder = await w.hooks.getByToken('T1').then(
+    (h) => h.hookId,
+    (e: unknown) => (e as Error).name,
+  );
   return {
     run: run.status,
     events: events.data.map(ev0),

@@ -28,7 +28,9 @@ function isStale(pkg: string): boolean {
 export default function setup(): void {
   const here = dirname(fileURLToPath(import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  for (const pkg of ['core', 'jsonl', 'sqlite', 'postgres', 'workflow-world'].map((name) => join(here, '../..', name))) {
+  for (const pkg of ['core', 'jsonl', 'sqlite', 'postgres', 'workflow-world'].map((name) =>
+    join(here, '../..', name),
+  )) {
     if (isStale(pkg))
       execFileSync(process.execPath, [tsc, '-p', join(pkg, 'tsconfig.build.json')], { stdio: 'inherit' });
   }

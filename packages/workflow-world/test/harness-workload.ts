@@ -20,7 +20,11 @@ const lazyStart = {
   correlationId: 's2',
   eventData: { stepName: 'add', input: bytes('s2-in') },
 } as AnyEventRequest;
-const c = (request: AnyEventRequest, types = [request.eventType]): Call => ({ kind: 'create', request, types });
+const c = (request: AnyEventRequest, types = [request.eventType]): Call => ({
+  kind: 'create',
+  request,
+  types,
+});
 
 /** The workload's calls, in order. */
 export const CALLS: readonly Call[] = [
@@ -67,7 +71,11 @@ async function perform(w: World, runId: string, call: Call): Promise<string | un
 }
 
 /** Runs the calls from `ledger.acked` on; stops at the first rejection, which must be a TidemarkError. */
-export async function runWorkload(store: SessionStore, runId: string, ledger: Ledger): Promise<{ rejected?: unknown; violations: string[] }> {
+export async function runWorkload(
+  store: SessionStore,
+  runId: string,
+  ledger: Ledger,
+): Promise<{ rejected?: unknown; violations: string[] }> {
   const w = worldOn(store);
   while (ledger.acked < CALLS.length) {
     const call = CALLS[ledger.acked] as Call;
@@ -75,13 +83,16 @@ export async function runWorkload(store: SessionStore, runId: string, ledger: Le
     try {
       eventId = await perform(w, runId, call);
     } catch (error) {
-      const violations = isTidemarkError(error) ? [] : [`call ${ledger.acked} rejected untyped: ${String(error)}`];
+      const violations = isTidemarkError(error)
+        ? []
+        : [`call ${ledger.acked} rejected untyped: ${String(error)}`];
       return { rejected: error, violations };
     }
-    if (call.kind === 'create' && eventId !== undefined)
-      call.types.forEach((type, i) =>
-        ledger.events.push(entry(type, call.request.correlationId, i === call.types.length - 1 ? eventId : undefined)),
-      );
+    if (call.kind === 'create' && eventId !== undefined) {
+      const last = call.types.length - 1;
+      for (const [i, type] of call.types.entries())
+        ledger.events.push(entry(type, call.request.correlationId, i === last ? eventId : undefined));
+    }
     if (call.kind === 'write') ledger.chunks.push(call.chunk);
     if (call.kind === 'close') ledger.closed = true;
     ledger.acked++;
@@ -90,7 +101,12 @@ export async function runWorkload(store: SessionStore, runId: string, ledger: Le
 }
 
 /** The checks after a fault or a crash, on a World over `store`. */
-export async function checkRun(store: SessionStore, runId: string, seen: LedgerSnapshot, where: string): Promise<string[]> {
+export async function checkRun(
+  store: SessionStore,
+  runId: string,
+  seen: LedgerSnapshot,
+  where: string,
+): Promise<string[]> {
   const w = worldOn(store);
   const out: string[] = [];
   let log: { eventId: string; eventType: string; correlationId?: string }[] = [];
@@ -104,7 +120,9 @@ export async function checkRun(store: SessionStore, runId: string, seen: LedgerS
   if (new Set(ids).size !== ids.length) out.push(`${where}: an event is in the log twice`);
   const prefix = log
     .slice(0, seen.events.length)
-    .map((e, i) => entry(e.eventType, e.correlationId, seen.events[i]?.endsWith(' ?') ? undefined : e.eventId));
+    .map((e, i) =>
+      entry(e.eventType, e.correlationId, seen.events[i]?.endsWith(' ?') ? undefined : e.eventId),
+    );
   if (JSON.stringify(prefix) !== JSON.stringify(seen.events))
     out.push(`${where}: the log does not start with the ${seen.events.length} acknowledged events in order`);
   const next = CALLS[seen.acked];
@@ -112,12 +130,17 @@ export async function checkRun(store: SessionStore, runId: string, seen: LedgerS
   const allowed = next?.kind === 'create' ? next.types : [];
   // A create is one atomic append: its events are all in the log after the acknowledged ones, or none.
   if (extra.length > 0 && JSON.stringify(extra) !== JSON.stringify(allowed))
-    out.push(`${where}: events beyond the acknowledged ones that the call in doubt does not make: ${extra.join(', ')}`);
+    out.push(
+      `${where}: events beyond the acknowledged ones that the call in doubt does not make: ${extra.join(', ')}`,
+    );
   try {
     const page = await w.streams.getChunks(runId, `${runId}-out`, { limit: 1000 });
     const chunks = page.data.map((ch) => new TextDecoder().decode(ch.data));
     const inDoubt = next?.kind === 'write' ? [next.chunk] : [];
-    if (JSON.stringify(chunks) !== JSON.stringify(seen.chunks) && JSON.stringify(chunks) !== JSON.stringify([...seen.chunks, ...inDoubt]))
+    if (
+      JSON.stringify(chunks) !== JSON.stringify(seen.chunks) &&
+      JSON.stringify(chunks) !== JSON.stringify([...seen.chunks, ...inDoubt])
+    )
       out.push(`${where}: stream holds ${chunks.join(',')} where ${seen.chunks.join(',')} were acknowledged`);
     if (seen.closed && !page.done) out.push(`${where}: an acknowledged close is lost`);
   } catch (error) {
@@ -130,7 +153,12 @@ export async function checkRun(store: SessionStore, runId: string, seen: LedgerS
  * Runs the workload on to the end from what the store holds: the call in doubt may have landed,
  * and then the World's rules refuse it the second time (the caller's retry), which is accepted once.
  */
-export async function continueRun(store: SessionStore, runId: string, seen: LedgerSnapshot, where: string): Promise<string[]> {
+export async function continueRun(
+  store: SessionStore,
+  runId: string,
+  seen: LedgerSnapshot,
+  where: string,
+): Promise<string[]> {
   const w = worldOn(store);
   for (let i = seen.acked; i < CALLS.length; i++) {
     try {
@@ -145,8 +173,15 @@ export async function continueRun(store: SessionStore, runId: string, seen: Ledg
   const events = (await w.events.list({ runId, pagination: { limit: 1000 } })).data;
   const out: string[] = [];
   if (run.status !== 'completed') out.push(`${where}: run ends ${run.status}`);
-  const count = (type: string, id?: string) => events.filter((e) => e.eventType === type && (id === undefined || e.correlationId === id)).length;
-  for (const [type, id] of [['run_completed'], ['step_completed', 's1'], ['step_completed', 's2'], ['hook_created', 'h1'], ['wait_completed', 'w1']] as const)
+  const count = (type: string, id?: string) =>
+    events.filter((e) => e.eventType === type && (id === undefined || e.correlationId === id)).length;
+  for (const [type, id] of [
+    ['run_completed'],
+    ['step_completed', 's1'],
+    ['step_completed', 's2'],
+    ['hook_created', 'h1'],
+    ['wait_completed', 'w1'],
+  ] as const)
     if (count(type, id) !== 1) out.push(`${where}: ${count(type, id)} × ${type} ${id ?? ''}`);
   return out;
 }

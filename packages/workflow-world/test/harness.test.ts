@@ -150,14 +150,27 @@ async function errorSweep(run: (fault: Fault | undefined) => Promise<RunResult>)
   return totals;
 }
 
-const MUTATING_OPS = new Set(['open', 'write', 'truncate', 'datasync', 'sync', 'syncDir', 'link', 'rename', 'unlink', 'mkdir', 'rmdir']);
+const MUTATING_OPS = new Set([
+  'open',
+  'write',
+  'truncate',
+  'datasync',
+  'sync',
+  'syncDir',
+  'link',
+  'rename',
+  'unlink',
+  'mkdir',
+  'rmdir',
+]);
 
 async function recordCrashPoints(runId: string) {
   const ledger = new Ledger();
   const points: { point: CrashPoint; snapshot: LedgerSnapshot }[] = [];
   let recording = false;
   const crashFs: CrashFs = new CrashFs((_index, op) => {
-    if (recording && MUTATING_OPS.has(op)) points.push({ point: crashFs.crashPoint(op), snapshot: ledger.snapshot() });
+    if (recording && MUTATING_OPS.has(op))
+      points.push({ point: crashFs.crashPoint(op), snapshot: ledger.snapshot() });
   });
   await crashFs.mkdir(ROOT, { recursive: true });
   crashFs.checkpoint();

@@ -15,7 +15,9 @@ import { create, newRunId, req, worldOn } from './world-fixtures.js';
 
 const HOST = new URL('./fixtures/world-host.mjs', import.meta.url);
 const TIMEOUT = 120_000;
-type Outcome = { ok: true; value: { eventId: string; eventType: string; correlationId?: string } } | { ok: false; name: string; code?: string };
+type Outcome =
+  | { ok: true; value: { eventId: string; eventType: string; correlationId?: string } }
+  | { ok: false; name: string; code?: string };
 type Listed = { eventId: string; eventType: string; correlationId?: string };
 
 const shared = (await sharedBackends()).filter((backend) => backend.name !== 'jsonl');
@@ -48,16 +50,20 @@ describe.each(shared)('two hosts over one $name store', (backend) => {
     const run = newRunId();
     for (const r of [req.runCreated(), req.runStarted(), req.stepCreated('s1')]) await create(a, run, r);
     expect((await a.steps.get(run, 's1')).status).toBe('pending'); // A's view of the run is cached
-    expect(await b.call<Outcome[]>('createAll', run, [req.stepStarted('s1'), req.stepCompleted('s1')])).toMatchObject([
-      { ok: true },
-      { ok: true },
-    ]);
+    expect(
+      await b.call<Outcome[]>('createAll', run, [req.stepStarted('s1'), req.stepCompleted('s1')]),
+    ).toMatchObject([{ ok: true }, { ok: true }]);
     expect(await a.steps.get(run, 's1')).toMatchObject({ status: 'completed', attempt: 1 });
     // A's cache said pending: a completion planned on it would be a second one. It is refused.
-    await expect(create(a, run, req.stepCompleted('s1'))).rejects.toMatchObject({ name: 'EntityConflictError' });
+    await expect(create(a, run, req.stepCompleted('s1'))).rejects.toMatchObject({
+      name: 'EntityConflictError',
+    });
     await create(a, run, req.runCompleted());
     expect(await b.call('run', run)).toEqual({ ok: true, value: 'completed' });
-    expect(await b.call<Outcome>('create', run, req.stepCreated('late'))).toMatchObject({ ok: false, name: 'EntityConflictError' });
+    expect(await b.call<Outcome>('create', run, req.stepCreated('late'))).toMatchObject({
+      ok: false,
+      name: 'EntityConflictError',
+    });
     expect(await b.call('events', run)).toEqual(await listA(run));
   });
 
@@ -72,24 +78,36 @@ describe.each(shared)('two hosts over one $name store', (backend) => {
       b.call<Outcome[]>('createAll', run, steps('b')),
       (async () => {
         const out: Outcome[] = [];
-        for (const r of steps('a')) out.push(await create(a, run, r).then((x) => ({ ok: true as const, value: x.event as Listed })));
+        for (const r of steps('a'))
+          out.push(await create(a, run, r).then((x) => ({ ok: true as const, value: x.event as Listed })));
         return out;
       })(),
     ]);
     const log = await listA(run);
     expect(await b.call('events', run)).toEqual(log);
-    for (const [host, outcomes] of [['a', fromA], ['b', fromB]] as const) {
+    for (const [host, outcomes] of [
+      ['a', fromA],
+      ['b', fromB],
+    ] as const) {
       const acknowledged = outcomes.flatMap((o) => (o.ok ? [o.value.eventId] : []));
       expect(acknowledged, `${host}: every create was acknowledged`).toHaveLength(25);
       const positions = acknowledged.map((id) => log.findIndex((e) => e.eventId === id));
-      expect(positions.every((p) => p >= 0), `${host}: every acknowledged event is in the log`).toBe(true);
-      expect([...positions].sort((x, y) => x - y), `${host}: in the order it was answered`).toEqual(positions);
+      expect(
+        positions.every((p) => p >= 0),
+        `${host}: every acknowledged event is in the log`,
+      ).toBe(true);
+      expect(
+        [...positions].sort((x, y) => x - y),
+        `${host}: in the order it was answered`,
+      ).toEqual(positions);
     }
     expect(new Set(log.map((e) => e.eventId)).size).toBe(log.length);
     expect(log).toHaveLength(2 + 50);
   });
 
-  it('lets one of two racing hosts create a step, complete a run and hold a token', { timeout: TIMEOUT }, async () => {
+  it('lets one of two racing hosts create a step, complete a run and hold a token', {
+    timeout: TIMEOUT,
+  }, async () => {
     const run = newRunId();
     const other = newRunId();
     for (const r of [req.runCreated(), req.runStarted()]) {
@@ -108,17 +126,28 @@ describe.each(shared)('two hosts over one $name store', (backend) => {
     };
     for (let i = 0; i < 10; i++) {
       const outcomes = await race(run, run, req.stepCreated(`same-${i}`));
-      expect(outcomes.filter((o) => o.ok), `step same-${i}`).toHaveLength(1);
+      expect(
+        outcomes.filter((o) => o.ok),
+        `step same-${i}`,
+      ).toHaveLength(1);
       expect(outcomes.find((o) => !o.ok)).toMatchObject({ name: 'EntityConflictError' });
     }
     const log = await listA(run);
     for (let i = 0; i < 10; i++) expect(log.filter((e) => e.correlationId === `same-${i}`)).toHaveLength(1);
 
-    const tokens = await race(run, other, req.hookCreated('hook-a', 'shared-token'), req.hookCreated('hook-b', 'shared-token'));
+    const tokens = await race(
+      run,
+      other,
+      req.hookCreated('hook-a', 'shared-token'),
+      req.hookCreated('hook-b', 'shared-token'),
+    );
     const kinds = tokens.map((o) => (o.ok ? o.value.eventType : o.name)).sort();
     expect(kinds).toEqual(['hook_conflict', 'hook_created']);
     const holder = await a.hooks.getByToken('shared-token');
-    expect(await b.call('holder', 'shared-token')).toEqual({ ok: true, value: { runId: holder.runId, hookId: holder.hookId } });
+    expect(await b.call('holder', 'shared-token')).toEqual({
+      ok: true,
+      value: { runId: holder.runId, hookId: holder.hookId },
+    });
 
     const ends = await race(run, run, req.runCompleted());
     expect(ends.filter((o) => o.ok)).toHaveLength(1);

@@ -32,7 +32,8 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
     fd3.on('data', (chunk) => {
       control += String(chunk);
       const line = control.split('\n')[0];
-      if (line !== undefined && control.includes('\n')) resolve((JSON.parse(line) as { info: { port: number } }).info.port);
+      if (line !== undefined && control.includes('\n'))
+        resolve((JSON.parse(line) as { info: { port: number } }).info.port);
     });
     proc.on('exit', (code) => reject(new Error(`server exited (${code}) before listening:\n${output}`)));
   });
@@ -70,7 +71,11 @@ export async function startServer(env: Record<string, string>): Promise<Server> 
 }
 
 /** Polls `probe` until it returns a value (not undefined), or fails after `timeoutMs`. */
-export async function until<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+export async function until<T>(
+  probe: () => Promise<T | undefined>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

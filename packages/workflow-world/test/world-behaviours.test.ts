@@ -15,7 +15,13 @@ const text = (data: Uint8Array) => new TextDecoder().decode(data);
 
 describe('the value encoding', () => {
   it('gives back bytes, dates, odd numbers and objects that use its tag key', () => {
-    const value = { b: bytes('x\u0000y'), d: new Date('2026-01-02T03:04:05.006Z'), n: [Number.NaN, 1], '~tm': 'u8', deep: { '~tm': { b: 1 } } };
+    const value = {
+      b: bytes('x\u0000y'),
+      d: new Date('2026-01-02T03:04:05.006Z'),
+      n: [Number.NaN, 1],
+      '~tm': 'u8',
+      deep: { '~tm': { b: 1 } },
+    };
     const json = JSON.parse(JSON.stringify(encodeValue(value)));
     expect(decodeValue(json)).toEqual(value);
   });
@@ -37,7 +43,12 @@ describe.each(list)('the World on $name', (backend) => {
   it('creates a run and moves it through its lifecycle, one event per change', async () => {
     const id = newRunId();
     const created = await create(w, id, req.runCreated('orders'));
-    expect(created.run).toMatchObject({ runId: id, status: 'pending', workflowName: 'orders', input: bytes('in') });
+    expect(created.run).toMatchObject({
+      runId: id,
+      status: 'pending',
+      workflowName: 'orders',
+      input: bytes('in'),
+    });
     expect((await create(w, id, req.runStarted())).run?.status).toBe('running');
     const again = await create(w, id, req.runStarted()); // a second delivery: nothing written
     expect(again.event).toBeUndefined();
@@ -46,8 +57,12 @@ describe.each(list)('the World on $name', (backend) => {
     expect(await w.runs.get(id)).toMatchObject({ status: 'completed', output: bytes('out') });
     expect(await types(w, id)).toEqual(['run_created', 'run_started', 'run_completed']);
     await expect(create(w, id, req.runStarted())).rejects.toMatchObject({ name: 'RunExpiredError' });
-    await expect(create(w, id, req.stepCreated('late'))).rejects.toMatchObject({ name: 'EntityConflictError' });
-    await expect(create(w, id, { eventType: 'run_cancelled', specVersion: SPEC_VERSION_CURRENT })).rejects.toMatchObject({ name: 'EntityConflictError' });
+    await expect(create(w, id, req.stepCreated('late'))).rejects.toMatchObject({
+      name: 'EntityConflictError',
+    });
+    await expect(
+      create(w, id, { eventType: 'run_cancelled', specVersion: SPEC_VERSION_CURRENT }),
+    ).rejects.toMatchObject({ name: 'EntityConflictError' });
     await expect(create(w, id, req.runCreated())).rejects.toMatchObject({ name: 'EntityConflictError' });
     expect(await types(w, id)).toHaveLength(3);
   });
@@ -55,8 +70,12 @@ describe.each(list)('the World on $name', (backend) => {
   it('answers true absence with the World’s not-found errors, and bad run ids with INVALID', async () => {
     const id = newRunId();
     await expect(w.runs.get(id)).rejects.toMatchObject({ name: 'WorkflowRunNotFoundError' });
-    await expect(create(w, id, req.stepCreated('s'))).rejects.toMatchObject({ name: 'WorkflowRunNotFoundError' });
-    await expect(create(w, 'wrun_01AAAAAAAAAAAAAAAAAAAAAAAA', req.runCreated())).rejects.toMatchObject({ name: 'WorkflowWorldError' });
+    await expect(create(w, id, req.stepCreated('s'))).rejects.toMatchObject({
+      name: 'WorkflowRunNotFoundError',
+    });
+    await expect(create(w, 'wrun_01AAAAAAAAAAAAAAAAAAAAAAAA', req.runCreated())).rejects.toMatchObject({
+      name: 'WorkflowWorldError',
+    });
     await expect(w.runs.get('../x')).rejects.toSatisfy((e: unknown) => isTidemarkError(e, 'INVALID'));
     await expect(w.hooks.getByToken('nobody')).rejects.toMatchObject({ name: 'HookNotFoundError' });
   });
@@ -77,8 +96,16 @@ describe.each(list)('the World on $name', (backend) => {
     const id = newRunId();
     await create(w, id, req.runCreated());
     await create(w, id, req.runStarted());
-    const lazy = { eventType: 'step_started', specVersion: SPEC_VERSION_CURRENT, correlationId: 'lazy', eventData: { stepName: 'add', input: bytes('i') } };
-    expect(await create(w, id, lazy as never)).toMatchObject({ stepCreated: true, step: { status: 'running', attempt: 1, input: bytes('i') } });
+    const lazy = {
+      eventType: 'step_started',
+      specVersion: SPEC_VERSION_CURRENT,
+      correlationId: 'lazy',
+      eventData: { stepName: 'add', input: bytes('i') },
+    };
+    expect(await create(w, id, lazy as never)).toMatchObject({
+      stepCreated: true,
+      step: { status: 'running', attempt: 1, input: bytes('i') },
+    });
     await expect(create(w, id, lazy as never)).rejects.toMatchObject({ name: 'EntityConflictError' });
     await create(w, id, req.stepCreated('s'));
     await expect(create(w, id, req.stepCreated('s'))).rejects.toMatchObject({ name: 'EntityConflictError' });
@@ -91,11 +118,20 @@ describe.each(list)('the World on $name', (backend) => {
     } as never);
     await expect(create(w, id, req.stepStarted('s'))).rejects.toMatchObject({ name: 'TooEarlyError' });
     await create(w, id, req.stepCompleted('lazy'));
-    await expect(create(w, id, req.stepCompleted('lazy'))).rejects.toMatchObject({ name: 'EntityConflictError' });
-    await expect(create(w, id, req.stepStarted('ghost'))).rejects.toMatchObject({ name: 'WorkflowWorldError' });
+    await expect(create(w, id, req.stepCompleted('lazy'))).rejects.toMatchObject({
+      name: 'EntityConflictError',
+    });
+    await expect(create(w, id, req.stepStarted('ghost'))).rejects.toMatchObject({
+      name: 'WorkflowWorldError',
+    });
     expect(await w.steps.get(id, 'lazy')).toMatchObject({ status: 'completed', output: bytes('lazy-out') });
-    expect(await w.steps.get(id, 's', { resolveData: 'none' })).toMatchObject({ status: 'pending', input: undefined });
-    const started = (await w.events.list({ runId: id })).data.filter((e) => e.correlationId === 'lazy').map((e) => e.eventType);
+    expect(await w.steps.get(id, 's', { resolveData: 'none' })).toMatchObject({
+      status: 'pending',
+      input: undefined,
+    });
+    const started = (await w.events.list({ runId: id })).data
+      .filter((e) => e.correlationId === 'lazy')
+      .map((e) => e.eventType);
     expect(started).toEqual(['step_created', 'step_started', 'step_completed']);
   });
 
@@ -105,9 +141,15 @@ describe.each(list)('the World on $name', (backend) => {
       await create(w, id, req.runCreated());
       await create(w, id, req.runStarted());
     }
-    expect((await create(w, one, req.hookCreated('h1', 'tok'))).hook).toMatchObject({ hookId: 'h1', token: 'tok' });
+    expect((await create(w, one, req.hookCreated('h1', 'tok'))).hook).toMatchObject({
+      hookId: 'h1',
+      token: 'tok',
+    });
     const conflict = await create(w, two, req.hookCreated('h2', 'tok'));
-    expect(conflict.event).toMatchObject({ eventType: 'hook_conflict', eventData: { token: 'tok', conflictingRunId: one } });
+    expect(conflict.event).toMatchObject({
+      eventType: 'hook_conflict',
+      eventData: { token: 'tok', conflictingRunId: one },
+    });
     expect(conflict.hook).toBeUndefined();
     await create(w, one, req.hookReceived('h1'));
     expect((await w.hooks.getByToken('tok')).runId).toBe(one);
@@ -115,7 +157,11 @@ describe.each(list)('the World on $name', (backend) => {
     await expect(create(w, one, req.hookReceived('h1'))).rejects.toMatchObject({ name: 'HookNotFoundError' });
     await expect(w.hooks.getByToken('tok')).rejects.toMatchObject({ name: 'HookNotFoundError' });
     expect((await create(w, two, req.hookCreated('h3', 'tok'))).event?.eventType).toBe('hook_created');
-    expect(await w.hooks.getByToken('tok')).toMatchObject({ runId: two, hookId: 'h3', metadata: bytes('meta') });
+    expect(await w.hooks.getByToken('tok')).toMatchObject({
+      runId: two,
+      hookId: 'h3',
+      metadata: bytes('meta'),
+    });
     expect((await w.hooks.get('h3', { resolveData: 'none' })).metadata).toBeUndefined();
   });
 
@@ -127,10 +173,19 @@ describe.each(list)('the World on $name', (backend) => {
     const first = await w.events.list({ runId: id, pagination: { limit: 4 } });
     expect(first.hasMore).toBe(true);
     const rest = await w.events.list({ runId: id, pagination: { limit: 4, cursor: first.cursor as string } });
-    expect([...first.data, ...rest.data].map((e) => e.correlationId ?? e.eventType)).toEqual(['run_created', 's0', 's1', 's2', 's3', 's4']);
+    expect([...first.data, ...rest.data].map((e) => e.correlationId ?? e.eventType)).toEqual([
+      'run_created',
+      's0',
+      's1',
+      's2',
+      's3',
+      's4',
+    ]);
     const desc = await w.events.list({ runId: id, pagination: { sortOrder: 'desc', limit: 2 } });
     expect(desc.data.map((e) => e.correlationId)).toEqual(['s4', 's3']);
-    expect(await w.events.get(id, (rest.data[0] as { eventId: string }).eventId)).toMatchObject({ correlationId: 's3' });
+    expect(await w.events.get(id, (rest.data[0] as { eventId: string }).eventId)).toMatchObject({
+      correlationId: 's3',
+    });
     expect((await w.runs.list()).data.map((r) => r.runId)).toEqual([...ids].reverse());
     expect((await w.runs.list({ workflowName: 'other' })).data.map((r) => r.runId)).toEqual([ids[1]]);
     const paged = await w.runs.list({ pagination: { limit: 2 } });
@@ -142,7 +197,9 @@ describe.each(list)('the World on $name', (backend) => {
   it('refuses a log that holds something other than World events with CORRUPT', async () => {
     const id = newRunId();
     await store.create({ id, cwd: 'workflow:default/runs' });
-    await store.append(id, [{ seq: 0, type: 'user/message', time: new Date().toISOString(), data: { text: 'hi' } }]);
+    await store.append(id, [
+      { seq: 0, type: 'user/message', time: new Date().toISOString(), data: { text: 'hi' } },
+    ]);
     await expect(w.runs.get(id)).rejects.toSatisfy((e: unknown) => isTidemarkError(e, 'CORRUPT'));
     await expect(w.runs.list()).rejects.toSatisfy((e: unknown) => isTidemarkError(e, 'CORRUPT'));
   });
@@ -172,7 +229,9 @@ describe.each(list)('the World on $name', (backend) => {
     expect(end).toMatchObject({ hasMore: false, done: true });
     await w.streams.write(id, 'other', 'x');
     expect(await w.streams.list(id)).toEqual(['other', 'out']);
-    await expect(w.streams.write(id, 'out', 'e')).rejects.toSatisfy((e: unknown) => isTidemarkError(e, 'INVALID'));
+    await expect(w.streams.write(id, 'out', 'e')).rejects.toSatisfy((e: unknown) =>
+      isTidemarkError(e, 'INVALID'),
+    );
   });
 
   it('stores a run as the World events in seq order, types prefixed workflow/', async () => {

@@ -17,14 +17,22 @@ export const req = {
     eventData: { deploymentId: 'dpl_test', workflowName: name, input: bytes('in') },
   }),
   runStarted: (): AnyEventRequest => ({ eventType: 'run_started', specVersion: v }),
-  runCompleted: (): AnyEventRequest => ({ eventType: 'run_completed', specVersion: v, eventData: { output: bytes('out') } }),
+  runCompleted: (): AnyEventRequest => ({
+    eventType: 'run_completed',
+    specVersion: v,
+    eventData: { output: bytes('out') },
+  }),
   stepCreated: (id: string): AnyEventRequest => ({
     eventType: 'step_created',
     specVersion: v,
     correlationId: id,
     eventData: { stepName: 'add', input: bytes(`${id}-in`) },
   }),
-  stepStarted: (id: string): AnyEventRequest => ({ eventType: 'step_started', specVersion: v, correlationId: id }),
+  stepStarted: (id: string): AnyEventRequest => ({
+    eventType: 'step_started',
+    specVersion: v,
+    correlationId: id,
+  }),
   stepCompleted: (id: string): AnyEventRequest => ({
     eventType: 'step_completed',
     specVersion: v,
@@ -43,14 +51,22 @@ export const req = {
     correlationId: id,
     eventData: { payload: bytes('payload') },
   }),
-  hookDisposed: (id: string): AnyEventRequest => ({ eventType: 'hook_disposed', specVersion: v, correlationId: id }),
+  hookDisposed: (id: string): AnyEventRequest => ({
+    eventType: 'hook_disposed',
+    specVersion: v,
+    correlationId: id,
+  }),
   waitCreated: (id: string): AnyEventRequest => ({
     eventType: 'wait_created',
     specVersion: v,
     correlationId: id,
     eventData: { resumeAt: new Date(Date.now() + 60_000) },
   }),
-  waitCompleted: (id: string): AnyEventRequest => ({ eventType: 'wait_completed', specVersion: v, correlationId: id }),
+  waitCompleted: (id: string): AnyEventRequest => ({
+    eventType: 'wait_completed',
+    specVersion: v,
+    correlationId: id,
+  }),
 };
 
 /** A queue that keeps what it is given. */
@@ -67,7 +83,8 @@ export function recordingQueue(): QueueSource & { sent: QueuePayload[] } {
   };
 }
 
-export const worldOn = (store: SessionStore): World => createTidemarkWorld({ store, queue: recordingQueue() });
+export const worldOn = (store: SessionStore): World =>
+  createTidemarkWorld({ store, queue: recordingQueue() });
 
 /** `world.events.create` typed for any request (run_created's overload takes a null run id). */
 export const create = (world: World, runId: string, request: AnyEventRequest) =>
