@@ -20,6 +20,14 @@ import { applyEvent, emptyView, nextSeqOf, type RunView } from './view.js';
 export const EVENT_TYPE_PREFIX = 'workflow/';
 /** How often a write is planned again after losing its seq to another writer before CONFLICT. */
 export const MAX_REPLANS = 50;
+/** Events a confirming read takes from the log's end before it reads the range in full. */
+const TAIL = 16;
+
+async function collect(events: AsyncIterable<SessionEvent>): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  for await (const event of events) out.push(event);
+  return out;
+}
 
 /**
  * The wait before planning again after a lost seq: none the first time (another writer appended:
@@ -145,20 +153,31 @@ export class RunLogs {
     return 'unknown';
   }
 
+  /**
+   * Brings the cached fold up to the log's end. A fold that has events reads only what follows
+   * them, from the log's end (`last`: an index lookup on SQLite and PostgreSQL, a backwards read
+   * on JSONL, instead of a scan from the start), and reads the rest of the range only when more
+   * than {@link TAIL} events were appended since.
+   */
   private async refresh(runId: string): Promise<RunView> {
     const view = this.views.get(runId) ?? emptyView(runId);
+    const from = nextSeqOf(view);
     try {
-      for await (const stored of this.store.read(runId, { fromSeq: nextSeqOf(view) })) {
-        if (stored.seq !== nextSeqOf(view))
+      let stored =
+        from === 0 ? undefined : await collect(this.store.read(runId, { fromSeq: from, last: TAIL }));
+      if (stored === undefined || (stored.length === TAIL && stored[0]?.seq !== from))
+        stored = await collect(this.store.read(runId, { fromSeq: from }));
+      for (const event of stored) {
+        if (event.seq !== nextSeqOf(view))
           throw new TidemarkError(
             'CORRUPT',
-            `run ${runId}: expected seq ${nextSeqOf(view)}, read ${stored.seq}`,
+            `run ${runId}: expected seq ${nextSeqOf(view)}, read ${event.seq}`,
             {
               sessionId: runId,
-              location: { row: `seq=${stored.seq}` },
+              location: { row: `seq=${event.seq}` },
             },
           );
-        applyEvent(view, fromSessionEvent(runId, stored));
+        applyEvent(view, fromSessionEvent(runId, event));
       }
     } catch (error) {
       // True absence only: a run never written (or deleted with tidemark's tools) has no events.
