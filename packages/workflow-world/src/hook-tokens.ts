@@ -16,9 +16,11 @@ export interface TokenClaim {
   hookId: string;
 }
 
+/** The id of a hook token's session of claims: `wtok_` and 48 hex digits of the token's SHA-256. */
 export const tokenSessionId = (token: string): string =>
   `wtok_${createHash('sha256').update(token).digest('hex').slice(0, 48)}`;
 
+/** The token logs of one World: who holds each hook token. */
 export class HookTokens {
   constructor(
     private readonly store: SessionStore,

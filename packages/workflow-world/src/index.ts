@@ -5,9 +5,7 @@
  * @packageDocumentation
  */
 export { decodeValue, encodeValue } from './codec.js';
-export { HookTokens, tokenSessionId } from './hook-tokens.js';
-export { type Plan, type PlanContext, planEvent } from './plan.js';
+export { tokenSessionId } from './hook-tokens.js';
 export { createStorage, type Layout, layoutOf, type TidemarkStorage } from './storage.js';
 export { createStreamer, type StreamerOptions, streamSessionId } from './streamer.js';
-export { applyEvent, emptyView, type RunView } from './view.js';
 export { borrowQueue, createTidemarkWorld, type QueueSource, type TidemarkWorldOptions } from './world.js';

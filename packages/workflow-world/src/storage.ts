@@ -38,6 +38,7 @@ export interface Layout {
   streams: (runId: string) => string;
 }
 
+/** The `cwd`s of the runs, hook tokens and streams of the World named `namespace`. */
 export const layoutOf = (namespace: string): Layout => ({
   runs: `workflow:${namespace}/runs`,
   tokens: `workflow:${namespace}/hook-tokens`,

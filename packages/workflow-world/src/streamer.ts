@@ -11,6 +11,7 @@ import type { Layout } from './storage.js';
 const CHUNK = 'workflow/chunk';
 const CLOSE = 'workflow/stream-close';
 
+/** The id of a stream's session: `wstr_` and 48 hex digits of the stream name's SHA-256. */
 export const streamSessionId = (name: string): string =>
   `wstr_${createHash('sha256').update(name).digest('hex').slice(0, 48)}`;
 

@@ -22,6 +22,7 @@ export interface RunView {
 /** The seq the next event of this run is appended at. */
 export const nextSeqOf = (view: RunView): number => view.events.length;
 
+/** The view of a run with no events. */
 export function emptyView(runId: string): RunView {
   return {
     runId,
