@@ -1,0 +1,93 @@
+// The log of one Mastra thread and the fold that turns it back into the thread and its messages.
+//
+// A batch is one Mastra call: `mastra/messages` upserts whole messages by id, `mastra/delete`
+// removes ids, and the closing event carries the thread record after the call. A message keeps
+// the position (seq) at which it was first saved, so messages saved in the same millisecond keep
+// their order on every page, and saving a message again with the same content writes nothing.
+import { type JsonValue, type SessionEvent, TidemarkError } from '@tidemark/core';
+import type { JsonObject } from './codec.js';
+import { CLOSE, lastRecord } from './session-log.js';
+
+/** Event types of a thread's log. */
+export const THREAD_EVENT = { messages: 'mastra/messages', remove: 'mastra/delete', close: CLOSE } as const;
+
+/** A stored message: Mastra's `MastraDBMessage` as JSON (`createdAt` an ISO string). */
+export type StoredMessage = JsonObject & { id: string; threadId: string; createdAt: string };
+
+/** A message in the folded thread, with the seq of the batch that first saved it. */
+export interface PlacedMessage {
+  message: StoredMessage;
+  order: number;
+}
+
+/** A thread folded from its whole log. */
+export interface FoldedThread {
+  nextSeq: number;
+  /** The thread record (JSON), undefined when the thread is not stored. */
+  thread: JsonObject | undefined;
+  messages: Map<string, PlacedMessage>;
+}
+
+function corrupt(id: string, seq: number, what: string): TidemarkError {
+  return new TidemarkError('CORRUPT', `session ${id}, event ${seq}: ${what}`, {
+    sessionId: id,
+    location: { seq },
+  });
+}
+
+function apply(folded: FoldedThread, event: SessionEvent, id: string): void {
+  const data = event.data as JsonObject | null;
+  switch (event.type) {
+    case THREAD_EVENT.messages: {
+      const messages = data?.messages;
+      if (!Array.isArray(messages)) throw corrupt(id, event.seq, 'a messages event without messages');
+      for (const value of messages) {
+        const message = value as StoredMessage;
+        const placed = folded.messages.get(message.id);
+        folded.messages.set(message.id, { message, order: placed?.order ?? event.seq });
+      }
+      return;
+    }
+    case THREAD_EVENT.remove: {
+      const ids = data?.ids;
+      if (!Array.isArray(ids)) throw corrupt(id, event.seq, 'a delete event without ids');
+      for (const messageId of ids) folded.messages.delete(String(messageId));
+      return;
+    }
+    case THREAD_EVENT.close:
+      folded.thread = (data?.thread ?? undefined) as JsonObject | undefined;
+      return;
+    default:
+      throw corrupt(id, event.seq, `event type ${JSON.stringify(event.type)} is not a Mastra thread event`);
+  }
+}
+
+/**
+ * Folds a thread's events.
+ * @throws TidemarkError CORRUPT for an event this adapter does not write.
+ */
+export function foldThread(id: string, events: readonly SessionEvent[]): FoldedThread {
+  const folded: FoldedThread = { nextSeq: 0, thread: undefined, messages: new Map() };
+  for (const event of events) apply(folded, event, id);
+  folded.nextSeq = events.length === 0 ? 0 : events[events.length - 1]!.seq + 1;
+  if (events.length > 0) folded.thread = lastRecord(id, events, 'thread');
+  return folded;
+}
+
+/** Messages in stored order: by creation time, then by the seq that first saved them. */
+export function inStoredOrder(
+  messages: Iterable<PlacedMessage>,
+  direction: 'ASC' | 'DESC' = 'ASC',
+): StoredMessage[] {
+  const sign = direction === 'ASC' ? 1 : -1;
+  return [...messages]
+    .map((placed) => ({ placed, at: new Date(placed.message.createdAt).getTime() }))
+    .sort((a, b) => sign * (a.at - b.at || a.placed.order - b.placed.order))
+    .map(({ placed }) => placed.message);
+}
+
+/** A `mastra/messages` event for `messages`. */
+export const messagesEvent = (messages: readonly StoredMessage[]): { type: string; data: JsonValue } => ({
+  type: THREAD_EVENT.messages,
+  data: { messages: messages as unknown as JsonValue },
+});
