@@ -228,7 +228,17 @@ export class TidemarkMemoryStorage extends MemoryStorage {
       const list = byThread.get(message.threadId) ?? [];
       byThread.set(message.threadId, [...list.filter((m) => m.id !== message.id), message]);
     }
+    // Ids this process last saw in another thread: resaved here, they move (see message-updates.ts).
+    const elsewhere = new Map<string, string[]>();
+    for (const message of stored) {
+      const hint = this.#locator.hintOf(message.id);
+      if (hint !== undefined && hint !== threadSessionId(message.threadId)) {
+        elsewhere.set(hint, [...(elsewhere.get(hint) ?? []), message.id]);
+      }
+    }
     for (const [threadId, messages] of byThread) await this.#saveToThread(threadId, messages);
+    for (const [sessionId, ids] of elsewhere) await this.#removeFromThread(sessionId, ids);
+    for (const message of stored) this.#locator.remember(message.id, threadSessionId(message.threadId));
     return { messages: stored.map(decodeMessage) };
   }
 
@@ -273,6 +283,7 @@ export class TidemarkMemoryStorage extends MemoryStorage {
       if (next.threadId !== hit.message.threadId) {
         await this.#saveToThread(next.threadId, [next]); // first where it goes, then away from where it was
         await this.#removeFromThread(hit.sessionId, [update.id]);
+        this.#locator.remember(update.id, threadSessionId(next.threadId));
       } else await this.#saveToThread(next.threadId, [{ ...next }]);
       out.push(decodeMessage(next));
     }

@@ -4,6 +4,8 @@
 // `deleteMessages` name messages by id alone, so the locator remembers where this process last
 // saw each id (a hint, bounded) and confirms it by reading that thread in the same call; an id it
 // has no hint for, or whose hint the store does not confirm, is looked for in every thread.
+// `saveMessages` uses the hints alone to move a message resaved under another thread (looking in
+// every thread on every save would cost a scan of the store per turn).
 import type { MastraDBMessage } from '@mastra/core/memory';
 import type { SessionStore } from '@tidemark/core';
 import { isoOf, type JsonObject, toJson } from './codec.js';
@@ -36,9 +38,16 @@ export class MessageLocator {
     this.#store = store;
   }
 
-  /** The thread in session `sessionId`, folded from its whole log. */
+  /** The thread in session `sessionId`, folded from its whole log; its message ids become hints. */
   async fold(sessionId: string): Promise<FoldedThread> {
-    return foldThread(sessionId, await readAll(this.#store, sessionId));
+    const thread = foldThread(sessionId, await readAll(this.#store, sessionId));
+    for (const messageId of thread.messages.keys()) this.remember(messageId, sessionId);
+    return thread;
+  }
+
+  /** Where this process last saw message `messageId`, unconfirmed. */
+  hintOf(messageId: string): string | undefined {
+    return this.#hints.get(messageId);
   }
 
   /** Remembers that message `messageId` was last seen in session `sessionId`. */

@@ -28,7 +28,12 @@ function isStale(pkg: string): boolean {
 export default function setup(): void {
   const here = dirname(fileURLToPath(import.meta.url));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  for (const pkg of [join(here, '../../core'), join(here, '../../jsonl'), join(here, '../../sqlite'), join(here, '..')]) {
+  for (const pkg of [
+    join(here, '../../core'),
+    join(here, '../../jsonl'),
+    join(here, '../../sqlite'),
+    join(here, '..'),
+  ]) {
     if (isStale(pkg))
       execFileSync(process.execPath, [tsc, '-p', join(pkg, 'tsconfig.build.json')], { stdio: 'inherit' });
   }
