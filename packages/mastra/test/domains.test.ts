@@ -43,7 +43,9 @@ describe('domains', () => {
   it('refuses to let another store supply memory or workflows, and a name that is no domain', async () => {
     const store = await openMemoryStore();
     const other = new InMemoryStore();
-    expect(() => new TidemarkMastraStore({ store, domains: { memory: other.stores.memory } as never })).toThrow(/memory/);
+    expect(
+      () => new TidemarkMastraStore({ store, domains: { memory: other.stores.memory } as never }),
+    ).toThrow(/memory/);
     expect(() => new TidemarkMastraStore({ store, domains: { nonsense: {} } as never })).toThrow(/nonsense/);
     expect(() => new TidemarkMastraStore({} as never)).toThrow(/store is required/);
   });
