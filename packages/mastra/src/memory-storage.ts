@@ -24,7 +24,7 @@ import {
   encodeThread,
   laterThan,
 } from './records.js';
-import { type Batch, commit, lastRecord, readLast, removeSession } from './session-log.js';
+import { type Batch, commit, type Head, readHead, removeSession } from './session-log.js';
 import { type FoldedThread, messagesEvent, type StoredMessage, THREAD_EVENT } from './thread-log.js';
 
 /** Threads per page when Mastra asks for none. */
@@ -70,10 +70,9 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     return this.#locator.fold(sessionId);
   }
 
-  async #threadRecord(threadId: string): Promise<{ nextSeq: number; thread: JsonObject | undefined }> {
-    const id = threadSessionId(threadId);
-    const last = await readLast(this.#store, id, 1);
-    return { nextSeq: last.length === 0 ? 0 : last[0]!.seq + 1, thread: lastRecord(id, last, 'thread') };
+  async #threadRecord(threadId: string): Promise<Head & { thread: JsonObject | undefined }> {
+    const { record, ...head } = await readHead(this.#store, threadSessionId(threadId), 'thread');
+    return { ...head, thread: record };
   }
 
   override async getThreadById(args: {
@@ -318,10 +317,9 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     );
   }
 
-  async #resourceRecord(resourceId: string): Promise<{ nextSeq: number; resource: JsonObject | undefined }> {
-    const id = resourceSessionId(resourceId);
-    const last = await readLast(this.#store, id, 1);
-    return { nextSeq: last.length === 0 ? 0 : last[0]!.seq + 1, resource: lastRecord(id, last, 'resource') };
+  async #resourceRecord(resourceId: string): Promise<Head & { resource: JsonObject | undefined }> {
+    const { record, ...head } = await readHead(this.#store, resourceSessionId(resourceId), 'resource');
+    return { ...head, resource: record };
   }
 
   override async getResourceById(args: { resourceId: string }): Promise<StorageResourceType | null> {

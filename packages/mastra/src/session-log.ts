@@ -3,6 +3,7 @@
 // record as it stands after the batch; a batch that lost the seq to another writer (CONFLICT) is
 // planned again on a fresh read, so no write rests on what an earlier call saw. The session's
 // summary (title, attrs) mirrors the record for `list` and is rewritten in full after every batch.
+import { randomBytes } from 'node:crypto';
 import {
   isTidemarkError,
   type JsonValue,
@@ -35,9 +36,39 @@ export interface Batch {
   cwd?: string;
 }
 
-/** A read of a session: where the next batch goes, and what the plan needs. */
+/** A read of a session: where the next batch goes, and the closing event it must link to. */
 export interface Head {
   nextSeq: number;
+  /** The nonce of the last closing event (null: the session is not stored). */
+  lastNonce: string | null;
+}
+
+/**
+ * What every closing event holds besides the record. `nonce` is random; `prev` is the nonce of the
+ * closing event just before the batch (null for the first) and `size` the batch's event count, so
+ * that the closing event before it is found at `seq - size`. A batch whose `prev` is not that
+ * nonce was planned on a session another host deleted and wrote again to the same length while it
+ * was planned (the append's seq check cannot tell); its writer saw that and did not acknowledge
+ * it, and every reader skips it.
+ */
+export interface Link {
+  nonce: string;
+  prev: string | null;
+  size: number;
+}
+
+/** The link fields of a closing event, or undefined when it is not one of ours. */
+export function linkOf(event: SessionEvent): Link | undefined {
+  if (event.type !== CLOSE) return undefined;
+  const data = event.data as { nonce?: unknown; prev?: unknown; size?: unknown } | null;
+  if (
+    data === null ||
+    typeof data !== 'object' ||
+    typeof data.nonce !== 'string' ||
+    typeof data.size !== 'number'
+  )
+    return undefined;
+  return { nonce: data.nonce, prev: typeof data.prev === 'string' ? data.prev : null, size: data.size };
 }
 
 /** What a plan decided: a batch to write (none: nothing to write) and the operation's result. */
@@ -68,23 +99,58 @@ export async function readAll(store: SessionStore, id: string): Promise<SessionE
   }
 }
 
-/** The record carried by the last closing event of `events`, or undefined when there is none. */
-export function lastRecord(id: string, events: readonly SessionEvent[], key: string): JsonObject | undefined {
-  const last = events[events.length - 1];
-  if (last === undefined) return undefined;
-  const data = last.data as JsonObject | null;
-  const record = last.type === CLOSE && data !== null && typeof data === 'object' ? data[key] : undefined;
+function notOurs(id: string, event: SessionEvent, what: string): TidemarkError {
+  return new TidemarkError('CORRUPT', `session ${id}, event ${event.seq}: ${what}`, {
+    sessionId: id,
+    location: { seq: event.seq },
+  });
+}
+
+/** The record `key` a closing event carries. */
+export function recordOf(id: string, event: SessionEvent, key: string): JsonObject {
+  const record = (event.data as JsonObject | null)?.[key];
   if (record === undefined || record === null || typeof record !== 'object' || Array.isArray(record)) {
-    throw new TidemarkError(
-      'CORRUPT',
-      `session ${id}, event ${last.seq}: not the close of a Mastra ${key} batch`,
-      {
-        sessionId: id,
-        location: { seq: last.seq },
-      },
-    );
+    throw notOurs(id, event, `a closing event without its ${key} record`);
   }
   return record;
+}
+
+async function eventAt(store: SessionStore, id: string, seq: number): Promise<SessionEvent | undefined> {
+  for await (const event of store.read(id, { fromSeq: seq, toSeq: seq })) return event;
+  return undefined;
+}
+
+/**
+ * The head of session `id` and the record `key` of its last linked batch, read from the log's end:
+ * the last event, and the closing event before its batch to check the link (more only after a
+ * batch that did not link, see {@link Link}). `record` is undefined when the session is not stored.
+ */
+export async function readHead(
+  store: SessionStore,
+  id: string,
+  key: string,
+): Promise<Head & { record: JsonObject | undefined }> {
+  const last = (await readLast(store, id, 1))[0];
+  if (last === undefined) return { nextSeq: 0, lastNonce: null, record: undefined };
+  const head = { nextSeq: last.seq + 1, lastNonce: linkOf(last)?.nonce ?? null };
+  try {
+    let close: SessionEvent | undefined = last;
+    while (close !== undefined) {
+      const link = linkOf(close);
+      if (link === undefined) throw notOurs(id, close, 'not the closing event of a Mastra batch');
+      const before = close.seq - link.size;
+      if (before < 0) return { ...head, record: recordOf(id, close, key) };
+      const previous = await eventAt(store, id, before);
+      if (previous === undefined)
+        throw notOurs(id, close, `no closing event at seq ${before} before this batch`);
+      if (linkOf(previous)?.nonce === link.prev) return { ...head, record: recordOf(id, close, key) };
+      close = previous; // a batch planned on an earlier log: the record is the one before it
+    }
+  } catch (error) {
+    if (isTidemarkError(error, 'NOT_FOUND')) return { nextSeq: 0, lastNonce: null, record: undefined };
+    throw error;
+  }
+  return { ...head, record: undefined };
 }
 
 /** Sessions of one store write one after another per session inside this process. */
@@ -120,7 +186,7 @@ export function commit<S extends Head, T>(
       const planned = plan(state);
       if (planned.batch === undefined) return planned.result;
       try {
-        await write(store, id, state.nextSeq, planned.batch);
+        await write(store, id, state, planned.batch);
         return planned.result;
       } catch (error) {
         const raced = isTidemarkError(error, 'CONFLICT') || isTidemarkError(error, 'NOT_FOUND');
@@ -134,10 +200,13 @@ export function commit<S extends Head, T>(
 export const exclusive = <T>(store: SessionStore, id: string, fn: () => Promise<T>): Promise<T> =>
   queueOf(store).run(id, fn);
 
-async function write(store: SessionStore, id: string, nextSeq: number, batch: Batch): Promise<void> {
+async function write(store: SessionStore, id: string, head: Head, batch: Batch): Promise<void> {
   const time = nowIso();
-  const events = [...batch.events, { type: CLOSE, data: batch.close }].map((event, i) => ({
-    seq: nextSeq + i,
+  const size = batch.events.length + 1;
+  const link: Link = { nonce: randomBytes(12).toString('base64url'), prev: head.lastNonce, size };
+  const close = { ...batch.close, ...link } as unknown as JsonValue;
+  const events = [...batch.events, { type: CLOSE, data: close }].map((event, i) => ({
+    seq: head.nextSeq + i,
     type: event.type,
     time,
     data: event.data,
@@ -146,7 +215,7 @@ async function write(store: SessionStore, id: string, nextSeq: number, batch: Ba
     ...(batch.summary.title !== undefined && { title: batch.summary.title }),
     attrs: batch.summary.attrs,
   };
-  if (nextSeq === 0) {
+  if (head.nextSeq === 0) {
     try {
       await store.create({ id, ...(batch.cwd !== undefined && { cwd: batch.cwd }) });
     } catch (error) {
@@ -158,7 +227,29 @@ async function write(store: SessionStore, id: string, nextSeq: number, batch: Ba
     return;
   }
   await store.append(id, events);
+  await confirmLink(store, id, head);
   await store.update(id, summary);
+}
+
+/**
+ * Confirms that the batch just appended follows the closing event it was planned after; CONFLICT
+ * (retryable, planned again by {@link commit}) when the session was deleted and written again to
+ * the same length in between.
+ */
+async function confirmLink(store: SessionStore, id: string, head: Head): Promise<void> {
+  let anchor: SessionEvent | undefined;
+  try {
+    anchor = await eventAt(store, id, head.nextSeq - 1);
+  } catch (error) {
+    if (!isTidemarkError(error, 'NOT_FOUND')) throw error;
+  }
+  if (anchor === undefined || linkOf(anchor)?.nonce !== head.lastNonce) {
+    throw new TidemarkError(
+      'CONFLICT',
+      `session ${id}: deleted and written again by another writer while this call was planned`,
+      { sessionId: id, retryable: true },
+    );
+  }
 }
 
 /** Deletes session `id`; true when it was stored. */

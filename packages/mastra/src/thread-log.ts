@@ -6,7 +6,7 @@
 // their order on every page, and saving a message again with the same content writes nothing.
 import { type JsonValue, type SessionEvent, TidemarkError } from '@tidemark/core';
 import type { JsonObject } from './codec.js';
-import { CLOSE, lastRecord } from './session-log.js';
+import { CLOSE, linkOf } from './session-log.js';
 
 /** Event types of a thread's log. */
 export const THREAD_EVENT = { messages: 'mastra/messages', remove: 'mastra/delete', close: CLOSE } as const;
@@ -23,6 +23,8 @@ export interface PlacedMessage {
 /** A thread folded from its whole log. */
 export interface FoldedThread {
   nextSeq: number;
+  /** The nonce of the last closing event, null when the thread is not stored. */
+  lastNonce: string | null;
   /** The thread record (JSON), undefined when the thread is not stored. */
   thread: JsonObject | undefined;
   messages: Map<string, PlacedMessage>;
@@ -54,23 +56,37 @@ function apply(folded: FoldedThread, event: SessionEvent, id: string): void {
       for (const messageId of ids) folded.messages.delete(String(messageId));
       return;
     }
-    case THREAD_EVENT.close:
-      folded.thread = (data?.thread ?? undefined) as JsonObject | undefined;
+    case THREAD_EVENT.close: {
+      const thread = data?.thread;
+      if (thread === null || typeof thread !== 'object' || Array.isArray(thread))
+        throw corrupt(id, event.seq, 'a closing event without the thread record');
+      folded.thread = thread;
       return;
+    }
     default:
       throw corrupt(id, event.seq, `event type ${JSON.stringify(event.type)} is not a Mastra thread event`);
   }
 }
 
 /**
- * Folds a thread's events.
+ * Folds a thread's events batch by batch, skipping a batch that does not link to the closing event
+ * before it (planned on a log deleted and written again meanwhile, see `Link` in session-log.ts).
  * @throws TidemarkError CORRUPT for an event this adapter does not write.
  */
 export function foldThread(id: string, events: readonly SessionEvent[]): FoldedThread {
-  const folded: FoldedThread = { nextSeq: 0, thread: undefined, messages: new Map() };
-  for (const event of events) apply(folded, event, id);
+  const folded: FoldedThread = { nextSeq: 0, lastNonce: null, thread: undefined, messages: new Map() };
+  let start = 0;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!;
+    if (event.type !== CLOSE) continue;
+    const link = linkOf(event);
+    if (link === undefined) throw corrupt(id, event.seq, 'a closing event without its link');
+    if (link.prev === folded.lastNonce) for (let j = start; j <= i; j++) apply(folded, events[j]!, id);
+    folded.lastNonce = link.nonce;
+    start = i + 1;
+  }
+  if (start < events.length) throw corrupt(id, events[start]!.seq, 'events after the last closing event');
   folded.nextSeq = events.length === 0 ? 0 : events[events.length - 1]!.seq + 1;
-  if (events.length > 0) folded.thread = lastRecord(id, events, 'thread');
   return folded;
 }
 

@@ -19,10 +19,9 @@ import { nowIso, type SessionStore, TidemarkError } from '@tidemark/core';
 import { isoOf, type JsonObject, msOf, toJsonObject, withDates } from './codec.js';
 import { checkId, runSessionId } from './ids.js';
 import { listSessions } from './listing.js';
-import { type Batch, commit, lastRecord, readLast, removeSession } from './session-log.js';
+import { type Batch, commit, type Head, readHead, removeSession } from './session-log.js';
 
-interface RunState {
-  nextSeq: number;
+interface RunState extends Head {
   run: JsonObject | undefined;
 }
 
@@ -76,9 +75,8 @@ export class TidemarkWorkflowsStorage extends WorkflowsStorage {
   }
 
   async #read(workflowName: string, runId: string): Promise<RunState> {
-    const id = runSessionId(workflowName, runId);
-    const last = await readLast(this.#store, id, 1);
-    return { nextSeq: last.length === 0 ? 0 : last[0]!.seq + 1, run: lastRecord(id, last, 'run') };
+    const { record, ...head } = await readHead(this.#store, runSessionId(workflowName, runId), 'run');
+    return { ...head, run: record };
   }
 
   #update<T>(
