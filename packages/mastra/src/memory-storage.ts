@@ -164,8 +164,13 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     threads.sort(
       (a, b) => sign * (msOf(a[field]) - msOf(b[field])) || String(a.id).localeCompare(String(b.id)),
     );
+    // Summaries choose and order the page; each record on it is read from its log, the truth (a
+    // call that failed after its batch landed leaves the summary behind until the next write).
+    const onPage = await Promise.all(
+      threads.slice(page.offset, page.offset + page.perPage).map((t) => this.#threadRecord(String(t.id))),
+    );
     return {
-      threads: threads.slice(page.offset, page.offset + page.perPage).map(decodeThread),
+      threads: onPage.flatMap(({ thread }) => (thread === undefined ? [] : [decodeThread(thread)])),
       total: threads.length,
       page: page.page,
       perPage: page.perPageOut,
