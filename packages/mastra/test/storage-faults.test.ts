@@ -35,7 +35,10 @@ async function failingStore() {
   return { store, fail: (on: boolean) => (failing = on) };
 }
 
-const usage = { inputTokens: { total: 1, noCache: 1 }, outputTokens: { total: 1, text: 1 } };
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
 
 describe('a storage fault', () => {
   it('fails the Agent turn with the IO error, and the history is whole once the fault is gone', async () => {

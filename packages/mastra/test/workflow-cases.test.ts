@@ -60,7 +60,7 @@ describe.each(await targets())('workflow snapshots: $name', (target: Target) => 
     expect(run).toMatchObject({ runId, workflowName: 'wf-get' });
     expect(run?.createdAt).toBeInstanceOf(Date);
     expect(run?.updatedAt).toBeInstanceOf(Date);
-    expect((run?.snapshot as WorkflowRunState).status).toBe('success');
+    expect((run!.snapshot as WorkflowRunState).status).toBe('success');
     expect((await workflows.getWorkflowRunById({ runId }))?.workflowName).toBe('wf-get');
     expect(await workflows.getWorkflowRunById({ runId: 'nope', workflowName: 'wf-get' })).toBeNull();
   });

@@ -50,7 +50,7 @@ describe.each(await sharedBackends())('a Mastra workflow on $name', (backend) =>
       );
       expect(JSON.parse(stdout.trim())).toEqual({ status: 'success', result: { n: 100 } });
       const done = await workflows.getWorkflowRunById({ runId: 'run-1', workflowName: 'approval' });
-      expect((done?.snapshot as { status: string }).status).toBe('success');
+      expect((done!.snapshot as { status: string }).status).toBe('success');
     } finally {
       await store.close();
     }
