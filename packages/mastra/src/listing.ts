@@ -4,7 +4,7 @@
 import { listAll, type SessionStore } from '@tidemark/core';
 import type { JsonObject } from './codec.js';
 import { KIND } from './ids.js';
-import { removeSession } from './session-log.js';
+import { isCurrent, removeSession } from './session-log.js';
 
 /** The record kinds, as stored in a summary's `attrs.mastra`. */
 export type RecordKind = 'thread' | 'resource' | 'run';
@@ -22,6 +22,8 @@ const isKind = (id: string, kind: RecordKind): boolean =>
 export interface Listed {
   sessionId: string;
   attrs: JsonObject;
+  /** Whether the attrs mirror the log's last batch (`isCurrent` in session-log.ts). */
+  current: boolean;
 }
 
 /**
@@ -37,18 +39,9 @@ export async function listSessions(store: SessionStore, kind: RecordKind, cwd?: 
     }
     const attrs = entry.summary.attrs as JsonObject | undefined;
     if (isKind(entry.summary.id, kind) && attrs?.mastra === kind)
-      out.push({ sessionId: entry.summary.id, attrs });
+      out.push({ sessionId: entry.summary.id, attrs, current: isCurrent(entry.summary) });
   }
   return out;
-}
-
-/** The attrs of every session of `kind` (under `cwd` when given). */
-export async function listRecords(
-  store: SessionStore,
-  kind: RecordKind,
-  cwd?: string,
-): Promise<JsonObject[]> {
-  return (await listSessions(store, kind, cwd)).map((listed) => listed.attrs);
 }
 
 /** Deletes every session of the given kinds. */

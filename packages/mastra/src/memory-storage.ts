@@ -12,7 +12,7 @@ import {
 import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { type JsonObject, msOf, sameJson, toJsonObject } from './codec.js';
 import { checkId, resourceCwd, resourceSessionId, threadSessionId } from './ids.js';
-import { listRecords, removeAll } from './listing.js';
+import { listSessions, removeAll } from './listing.js';
 import { answer, contextOf, DEFAULT_MESSAGES_PER_PAGE, pageArgs, selectMessages } from './message-query.js';
 import { MessageLocator, type MessageUpdate, mergeUpdate } from './message-updates.js';
 import {
@@ -146,11 +146,22 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     const page = pageArgs(args.page ?? 0, args.perPage, DEFAULT_THREADS_PER_PAGE);
     this.validateMetadataKeys(args.filter?.metadata);
     const resourceId = args.filter?.resourceId;
-    let threads = (
-      await listRecords(this.#store, 'thread', resourceId === undefined ? undefined : resourceCwd(resourceId))
-    )
-      .map((attrs) => attrs.thread as JsonObject)
-      .filter((thread) => resourceId === undefined || thread.resourceId === resourceId);
+    const listed = await listSessions(
+      this.#store,
+      'thread',
+      resourceId === undefined ? undefined : resourceCwd(resourceId),
+    );
+    // A summary left behind by a call that failed after its batch landed: the record from the log.
+    const records = await Promise.all(
+      listed.map(async ({ attrs, current }) => {
+        const thread = attrs.thread as JsonObject;
+        return current ? thread : (await this.#threadRecord(String(thread.id))).thread;
+      }),
+    );
+    let threads = records.filter(
+      (thread): thread is JsonObject =>
+        thread !== undefined && (resourceId === undefined || thread.resourceId === resourceId),
+    );
     const wanted = Object.entries(args.filter?.metadata ?? {});
     if (wanted.length > 0) {
       threads = threads.filter((thread) => {
@@ -164,13 +175,8 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     threads.sort(
       (a, b) => sign * (msOf(a[field]) - msOf(b[field])) || String(a.id).localeCompare(String(b.id)),
     );
-    // Summaries choose and order the page; each record on it is read from its log, the truth (a
-    // call that failed after its batch landed leaves the summary behind until the next write).
-    const onPage = await Promise.all(
-      threads.slice(page.offset, page.offset + page.perPage).map((t) => this.#threadRecord(String(t.id))),
-    );
     return {
-      threads: onPage.flatMap(({ thread }) => (thread === undefined ? [] : [decodeThread(thread)])),
+      threads: threads.slice(page.offset, page.offset + page.perPage).map(decodeThread),
       total: threads.length,
       page: page.page,
       perPage: page.perPageOut,

@@ -2,7 +2,10 @@
 // batch appended at the seq this very call read, closed by a boundary event that carries the
 // record as it stands after the batch; a batch that lost the seq to another writer (CONFLICT) is
 // planned again on a fresh read, so no write rests on what an earlier call saw. The session's
-// summary (title, attrs) mirrors the record for `list` and is rewritten in full after every batch.
+// summary (title, attrs) mirrors the record for `list` and is rewritten in full after every batch,
+// with the event count the log has after the batch (`atEvents`): a summary whose count is not the
+// store's own `eventCount` was left behind by a call that failed after its batch landed, and a
+// reader goes to the log instead (see `isCurrent`).
 import { randomBytes } from 'node:crypto';
 import {
   isTidemarkError,
@@ -11,6 +14,7 @@ import {
   nowIso,
   type SessionEvent,
   type SessionStore,
+  type SessionSummary,
   TidemarkError,
 } from '@tidemark/core';
 import type { JsonObject } from './codec.js';
@@ -213,7 +217,7 @@ async function write(store: SessionStore, id: string, head: Head, batch: Batch):
   }));
   const summary = {
     ...(batch.summary.title !== undefined && { title: batch.summary.title }),
-    attrs: batch.summary.attrs,
+    attrs: { ...batch.summary.attrs, atEvents: head.nextSeq + size },
   };
   if (head.nextSeq === 0) {
     try {
@@ -251,6 +255,10 @@ async function confirmLink(store: SessionStore, id: string, head: Head): Promise
     );
   }
 }
+
+/** True when a listed summary mirrors the last batch of its log (see the file comment). */
+export const isCurrent = (summary: SessionSummary): boolean =>
+  (summary.attrs as JsonObject | undefined)?.atEvents === summary.eventCount;
 
 /** Deletes session `id`; true when it was stored. */
 export async function removeSession(store: SessionStore, id: string): Promise<boolean> {
