@@ -14,6 +14,7 @@ import { type JsonObject, msOf, sameJson, toJsonObject } from './codec.js';
 import { checkId, resourceCwd, resourceSessionId, threadSessionId } from './ids.js';
 import { listSessions, removeAll } from './listing.js';
 import { answer, contextOf, DEFAULT_MESSAGES_PER_PAGE, pageArgs, selectMessages } from './message-query.js';
+import { readNewest } from './message-tail.js';
 import { MessageLocator, type MessageUpdate, mergeUpdate } from './message-updates.js';
 import {
   decodeMessage,
@@ -25,16 +26,24 @@ import {
   laterThan,
 } from './records.js';
 import { type Batch, commit, type Head, readHead, removeSession } from './session-log.js';
-import { type FoldedThread, messagesEvent, type StoredMessage, THREAD_EVENT } from './thread-log.js';
+import {
+  type FoldedThread,
+  messagesEvent,
+  type StoredMessage,
+  statsFromClose,
+  statsOf,
+  THREAD_EVENT,
+  type ThreadStats,
+} from './thread-log.js';
 
 /** Threads per page when Mastra asks for none. */
 const DEFAULT_THREADS_PER_PAGE = 100;
 
 /** The batch that closes a thread call: its record after the call, mirrored in the summary. */
-function threadBatch(thread: JsonObject, events: Batch['events'], op: string): Batch {
+function threadBatch(thread: JsonObject, events: Batch['events'], op: string, stats: ThreadStats): Batch {
   return {
     events,
-    close: { op, thread },
+    close: { op, thread, stats: stats as unknown as JsonObject },
     summary: {
       ...(typeof thread.title === 'string' && { title: thread.title.slice(0, 200) }),
       attrs: { mastra: 'thread', thread },
@@ -70,9 +79,11 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     return this.#locator.fold(sessionId);
   }
 
-  async #threadRecord(threadId: string): Promise<Head & { thread: JsonObject | undefined }> {
-    const { record, ...head } = await readHead(this.#store, threadSessionId(threadId), 'thread');
-    return { ...head, thread: record };
+  async #threadRecord(
+    threadId: string,
+  ): Promise<Head & { thread: JsonObject | undefined; stats: ThreadStats }> {
+    const { record, close, ...head } = await readHead(this.#store, threadSessionId(threadId), 'thread');
+    return { ...head, thread: record, stats: statsFromClose(close) };
   }
 
   override async getThreadById(args: {
@@ -97,7 +108,7 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         batch:
           state.thread !== undefined && sameJson(state.thread, record)
             ? undefined
-            : threadBatch(record, [], 'saveThread'),
+            : threadBatch(record, [], 'saveThread', state.stats),
       }),
     );
     return args.thread;
@@ -131,7 +142,7 @@ export class TidemarkMemoryStorage extends MemoryStorage {
           metadata: { ...previous, ...metadata },
           updatedAt: laterThan(state.thread.updatedAt),
         };
-        return { result: thread, batch: threadBatch(thread, [], 'updateThread') };
+        return { result: thread, batch: threadBatch(thread, [], 'updateThread', state.stats) };
       },
     );
     return decodeThread(updated);
@@ -194,6 +205,20 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     const include = args.include ?? [];
     if (page.perPage === 0 && include.length === 0) {
       return { messages: [], total: 0, page: page.page, perPage: page.perPageOut, hasMore: false };
+    }
+    const filtered = args.filter?.dateRange !== undefined || args.filter?.metadata !== undefined;
+    if (ids.length === 1 && include.length === 0 && !filtered && args.resourceId === undefined) {
+      if (direction === 'DESC' && page.page === 0 && args.perPage !== false) {
+        // What Memory asks before every turn: the newest messages, read from the log's end.
+        const tail = await readNewest(this.#store, threadSessionId(ids[0]!), page.perPage);
+        return {
+          messages: tail.newest.map(decodeMessage),
+          total: tail.total,
+          page: 0,
+          perPage: page.perPageOut,
+          hasMore: page.perPage < tail.total,
+        };
+      }
     }
     const threads = await Promise.all(ids.map((id) => this.#fold(threadSessionId(id))));
     const selected = selectMessages(threads, args, direction);
@@ -271,7 +296,14 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         const changed = messages.filter((m) => !sameJson(folded.messages.get(m.id)?.message, m));
         if (changed.length === 0) return { result: undefined }; // saved before: stored once
         const thread = { ...folded.thread, updatedAt: laterThan(folded.thread.updatedAt) };
-        return { result: undefined, batch: threadBatch(thread, [messagesEvent(changed)], 'saveMessages') };
+        const after = new Map(folded.messages);
+        for (const m of changed)
+          after.set(m.id, { message: m, order: after.get(m.id)?.order ?? folded.nextSeq });
+        const events = [messagesEvent(changed, folded.messages)];
+        return {
+          result: undefined,
+          batch: threadBatch(thread, events, 'saveMessages', statsOf(after.values())),
+        };
       },
     );
     for (const message of messages) this.#locator.remember(message.id, id);
@@ -323,7 +355,12 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         if (present.length === 0 || folded.thread === undefined) return { result: undefined };
         const thread = { ...folded.thread, updatedAt: laterThan(folded.thread.updatedAt) };
         const events = [{ type: THREAD_EVENT.remove, data: { ids: present } }];
-        return { result: undefined, batch: threadBatch(thread, events, 'deleteMessages') };
+        const after = new Map(folded.messages);
+        for (const id of present) after.delete(id);
+        return {
+          result: undefined,
+          batch: threadBatch(thread, events, 'deleteMessages', statsOf(after.values())),
+        };
       },
     );
   }

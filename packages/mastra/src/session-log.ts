@@ -119,7 +119,12 @@ export function recordOf(id: string, event: SessionEvent, key: string): JsonObje
   return record;
 }
 
-async function eventAt(store: SessionStore, id: string, seq: number): Promise<SessionEvent | undefined> {
+/** The event at `seq` of session `id`, undefined when there is none. */
+export async function eventAt(
+  store: SessionStore,
+  id: string,
+  seq: number,
+): Promise<SessionEvent | undefined> {
   for await (const event of store.read(id, { fromSeq: seq, toSeq: seq })) return event;
   return undefined;
 }
@@ -127,15 +132,16 @@ async function eventAt(store: SessionStore, id: string, seq: number): Promise<Se
 /**
  * The head of session `id` and the record `key` of its last linked batch, read from the log's end:
  * the last event, and the closing event before its batch to check the link (more only after a
- * batch that did not link, see {@link Link}). `record` is undefined when the session is not stored.
+ * batch that did not link, see {@link Link}). `record` is undefined when the session is not stored;
+ * `close` is the whole data of that closing event.
  */
 export async function readHead(
   store: SessionStore,
   id: string,
   key: string,
-): Promise<Head & { record: JsonObject | undefined }> {
+): Promise<Head & { record: JsonObject | undefined; close: JsonObject | undefined }> {
   const last = (await readLast(store, id, 1))[0];
-  if (last === undefined) return { nextSeq: 0, lastNonce: null, record: undefined };
+  if (last === undefined) return { nextSeq: 0, lastNonce: null, record: undefined, close: undefined };
   const head = { nextSeq: last.seq + 1, lastNonce: linkOf(last)?.nonce ?? null };
   try {
     let close: SessionEvent | undefined = last;
@@ -143,18 +149,20 @@ export async function readHead(
       const link = linkOf(close);
       if (link === undefined) throw notOurs(id, close, 'not the closing event of a Mastra batch');
       const before = close.seq - link.size;
-      if (before < 0) return { ...head, record: recordOf(id, close, key) };
+      if (before < 0) return { ...head, record: recordOf(id, close, key), close: close.data as JsonObject };
       const previous = await eventAt(store, id, before);
       if (previous === undefined)
         throw notOurs(id, close, `no closing event at seq ${before} before this batch`);
-      if (linkOf(previous)?.nonce === link.prev) return { ...head, record: recordOf(id, close, key) };
+      if (linkOf(previous)?.nonce === link.prev)
+        return { ...head, record: recordOf(id, close, key), close: close.data as JsonObject };
       close = previous; // a batch planned on an earlier log: the record is the one before it
     }
   } catch (error) {
-    if (isTidemarkError(error, 'NOT_FOUND')) return { nextSeq: 0, lastNonce: null, record: undefined };
+    if (isTidemarkError(error, 'NOT_FOUND'))
+      return { nextSeq: 0, lastNonce: null, record: undefined, close: undefined };
     throw error;
   }
-  return { ...head, record: undefined };
+  return { ...head, record: undefined, close: undefined };
 }
 
 /** Sessions of one store write one after another per session inside this process. */

@@ -20,6 +20,37 @@ export interface PlacedMessage {
   order: number;
 }
 
+/**
+ * What a thread's closing event says of its messages after the batch: how many are stored, and the
+ * latest creation time among them (epoch ms, null when none), so that the newest messages can be
+ * read from the log's end (message-tail.ts).
+ */
+export interface ThreadStats {
+  count: number;
+  maxCreatedAt: number | null;
+}
+
+/** The stats of a set of placed messages. */
+export function statsOf(messages: Iterable<PlacedMessage>): ThreadStats {
+  let count = 0;
+  let maxCreatedAt: number | null = null;
+  for (const { message } of messages) {
+    count++;
+    const at = new Date(message.createdAt).getTime();
+    if (maxCreatedAt === null || at > maxCreatedAt) maxCreatedAt = at;
+  }
+  return { count, maxCreatedAt };
+}
+
+/** The stats a closing event carries; none (an empty thread) when it carries none. */
+export function statsFromClose(close: JsonObject | undefined): ThreadStats {
+  const stats = close?.stats as { count?: unknown; maxCreatedAt?: unknown } | undefined;
+  return {
+    count: typeof stats?.count === 'number' ? stats.count : 0,
+    maxCreatedAt: typeof stats?.maxCreatedAt === 'number' ? stats.maxCreatedAt : null,
+  };
+}
+
 /** A thread folded from its whole log. */
 export interface FoldedThread {
   nextSeq: number;
@@ -43,10 +74,14 @@ function apply(folded: FoldedThread, event: SessionEvent, id: string): void {
     case THREAD_EVENT.messages: {
       const messages = data?.messages;
       if (!Array.isArray(messages)) throw corrupt(id, event.seq, 'a messages event without messages');
+      const orders = (data?.orders ?? {}) as JsonObject;
       for (const value of messages) {
         const message = value as StoredMessage;
         const placed = folded.messages.get(message.id);
-        folded.messages.set(message.id, { message, order: placed?.order ?? event.seq });
+        const order =
+          placed?.order ??
+          (typeof orders[message.id] === 'number' ? (orders[message.id] as number) : event.seq);
+        folded.messages.set(message.id, { message, order });
       }
       return;
     }
@@ -102,8 +137,18 @@ export function inStoredOrder(
     .map(({ placed }) => placed.message);
 }
 
-/** A `mastra/messages` event for `messages`. */
-export const messagesEvent = (messages: readonly StoredMessage[]): { type: string; data: JsonValue } => ({
-  type: THREAD_EVENT.messages,
-  data: { messages: messages as unknown as JsonValue },
-});
+/**
+ * A `mastra/messages` event for `messages`, with the position of each one already stored (its first
+ * save), so that a reader of the log's end orders it without the batch that first saved it.
+ */
+export function messagesEvent(
+  messages: readonly StoredMessage[],
+  stored: ReadonlyMap<string, PlacedMessage>,
+): { type: string; data: JsonValue } {
+  const orders: JsonObject = {};
+  for (const m of messages) {
+    const placed = stored.get(m.id);
+    if (placed !== undefined) orders[m.id] = placed.order;
+  }
+  return { type: THREAD_EVENT.messages, data: { messages: messages as unknown as JsonValue, orders } };
+}
