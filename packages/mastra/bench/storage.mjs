@@ -4,8 +4,8 @@
 // median of BENCH_ROUNDS (default 15) calls on a fresh storage object over the same file (neither
 // side keeps a cache between objects), and the ratio tidemark / libsql in the same run:
 //   - save a 10-message turn to a thread that already holds BENCH_HISTORY messages (default 200);
-//   - load the last 40 messages of a 2,000-message thread (what Memory reads before each turn:
-//     listMessages with perPage 40, newest first);
+//   - load the last 40 messages of a 2,000-message thread saved in 10-message turns (what Memory
+//     reads before each turn: listMessages with perPage 40, newest first);
 //   - list the threads of a resource with 5,000 threads (listThreads, first page of 100).
 // Stores are filled with durability relaxed / synchronous=NORMAL, then reopened strict / FULL.
 //
@@ -73,8 +73,8 @@ async function fill(open) {
   for (let i = 0; i < HISTORY; i += 10)
     await memory.saveMessages({ messages: Array.from({ length: 10 }, (_, k) => message('turns', i + k)) });
   await memory.saveThread({ thread: thread('long', 'user-1') });
-  for (let i = 0; i < LONG; i += 50)
-    await memory.saveMessages({ messages: Array.from({ length: 50 }, (_, k) => message('long', i + k)) });
+  for (let i = 0; i < LONG; i += 10)
+    await memory.saveMessages({ messages: Array.from({ length: 10 }, (_, k) => message('long', i + k)) });
   for (let i = 0; i < THREADS; i++) await memory.saveThread({ thread: thread(`t-${i}`, 'many') });
   await close();
 }

@@ -92,7 +92,7 @@ function fromFold(folded: FoldedThread, n: number): Tail {
  * from the log's end; the whole log is folded only when its end does not settle the answer.
  */
 export async function readNewest(store: SessionStore, id: string, n: number): Promise<Tail> {
-  for (let k = 2 * n + 8; ; k *= 4) {
+  for (let k = 8; ; k *= 4) {
     const events = await readLast(store, id, k);
     if (events.length === 0) return { newest: [], total: 0, thread: undefined };
     if (events[0]!.seq === 0) return fromFold(foldThread(id, events), n); // the whole log
