@@ -62,6 +62,27 @@ describe.each(await sharedBackends())('two hosts over one $name store', (backend
     if (backend.name !== 'jsonl') expect(acked).toHaveLength(30);
   });
 
+  it('lets both hosts create the same new thread and save to it at once', { timeout: TIMEOUT }, async () => {
+    for (let i = 0; i < 8; i++) {
+      const fresh = sampleThread({ id: `new-${i}`, resourceId: 'user-1' });
+      const ma = sampleMessage(fresh, `a${i}`);
+      const mb = sampleMessage(fresh, `b${i}`);
+      const landed: string[] = [];
+      const outcomes = await Promise.allSettled([
+        a.memory.saveThread({ thread: fresh }).then(() => a.memory.saveMessages({ messages: [ma] })),
+        b.call('saveThread', fresh).then(() => b.call('saveMessages', [mb])),
+      ]);
+      outcomes.forEach((outcome, j) => {
+        if (outcome.status === 'fulfilled') landed.push(j === 0 ? `a${i}` : `b${i}`);
+        else expectRefusedRace(outcome.reason, backend.name);
+      });
+      expect(landed.length).toBeGreaterThan(0);
+      const stored = textsOf((await a.memory.listMessages({ threadId: fresh.id, perPage: false })).messages);
+      expect([...stored].sort()).toEqual([...landed].sort());
+      expect((await a.memory.getThreadById({ threadId: fresh.id }))?.resourceId).toBe('user-1');
+    }
+  });
+
   it('sees on B what A wrote after B had read it', { timeout: TIMEOUT }, async () => {
     await b.call('listMessages', thread.id);
     await a.memory.saveMessages({ messages: [sampleMessage(thread, 'from A')] });
