@@ -26,11 +26,16 @@
 // grows by one entry every step for BENCH_GROW_CHECKPOINTS checkpoints (goal <= SqliteSaver's).
 // The cold getTuple of the CHECKPOINTS thread is reported with the store opened before timing
 // (goal <= 2x SqliteSaver's) and with the open.
+//
+// BENCH_BEFORE=<label>=<path of another build's dist/index.js>[,...] (e.g. a worktree of an earlier
+// commit, built): that build's TidemarkSaver runs in the same rounds, on SQLite and JSONL, as
+// contenders "<label> sqlite" / "<label> jsonl", so that before and after meet the same machine
+// load. Goals are checked for this build only; the once-per-run extras skip the earlier builds.
 
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { openJsonlStore } from '@tidemark/jsonl';
@@ -153,6 +158,45 @@ function bytesUnder(path) {
 
 /** The savers compared: each `open(dir)` gives a saver and how to close what it opened. */
 const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
+
+/** The tidemark contenders of one build of TidemarkSaver, named `<label> sqlite` and `<label> jsonl`. */
+function tidemarkContenders(label, Saver, before = false) {
+  return [
+    {
+      name: `${label} sqlite`,
+      before,
+      async open(dir) {
+        const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
+        return {
+          saver: new Saver(store),
+          mode: 'relaxed: WAL, synchronous=NORMAL',
+          close: () => store.close(),
+        };
+      },
+    },
+    {
+      name: `${label} jsonl`,
+      before,
+      async open(dir) {
+        const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
+        return {
+          saver: new Saver(store),
+          mode: 'relaxed: appends not fdatasynced',
+          close: () => store.close(),
+        };
+      },
+    },
+  ];
+}
+
+const BEFORE = [];
+for (const entry of (process.env.BENCH_BEFORE ?? '').split(',').filter(Boolean)) {
+  const cut = entry.indexOf('=');
+  const [label, path] = cut > 0 ? [entry.slice(0, cut), entry.slice(cut + 1)] : ['before', entry];
+  const { TidemarkSaver: Saver } = await import(pathToFileURL(path).href);
+  BEFORE.push(...tidemarkContenders(label, Saver, true));
+}
+
 const CONTENDERS = [
   {
     name: 'SqliteSaver',
@@ -163,28 +207,8 @@ const CONTENDERS = [
       return { saver, mode, close: async () => saver.db.close() };
     },
   },
-  {
-    name: 'tidemark sqlite',
-    async open(dir) {
-      const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
-      return {
-        saver: new TidemarkSaver(store),
-        mode: 'relaxed: WAL, synchronous=NORMAL',
-        close: () => store.close(),
-      };
-    },
-  },
-  {
-    name: 'tidemark jsonl',
-    async open(dir) {
-      const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
-      return {
-        saver: new TidemarkSaver(store),
-        mode: 'relaxed: appends not fdatasynced',
-        close: () => store.close(),
-      };
-    },
-  },
+  ...tidemarkContenders('tidemark', TidemarkSaver),
+  ...BEFORE,
 ];
 
 const config = { configurable: { thread_id: THREAD } };
@@ -305,7 +329,9 @@ try {
     })),
   );
   const extra = {};
-  for (const c of CONTENDERS) {
+  // BENCH_EXTRAS=0 skips them (a quicker run of the rounds alone; their goals are then not checked).
+  const EXTRA_CONTENDERS = process.env.BENCH_EXTRAS === '0' ? [] : CONTENDERS.filter((c) => !c.before);
+  for (const c of EXTRA_CONTENDERS) {
     extra[c.name] = await extras(c);
     process.stderr.write(`extras ${c.name}: ${JSON.stringify(extra[c.name])}\n`);
   }
@@ -315,7 +341,7 @@ try {
       ['growingBytes', `bytes on disk, list channel growing every step, ${GROW_CHECKPOINTS} checkpoints`],
     ].map(([key, label]) => ({
       measure: label,
-      ...Object.fromEntries(CONTENDERS.map((c) => [c.name, Number(extra[c.name][key].toPrecision(4))])),
+      ...Object.fromEntries(EXTRA_CONTENDERS.map((c) => [c.name, Number(extra[c.name][key].toPrecision(4))])),
     })),
   );
   const goals = [];
@@ -328,18 +354,26 @@ try {
       ratio: coldRatio,
       pass: coldRatio <= 2,
     });
-    const longRatio = x.longGetTupleColdMs / m.getTupleColdMs;
-    goals.push({
-      goal: `${name}: cold getTuple of ${LONG_CHECKPOINTS} <= 1.5x of ${CHECKPOINTS} (time ratio)`,
-      ratio: longRatio,
-      pass: longRatio <= 1.5,
-    });
-    const growRatio = x.growingBytes / extra.SqliteSaver.growingBytes;
-    goals.push({
-      goal: `${name}: growing-list bytes <= SqliteSaver's (bytes ratio)`,
-      ratio: growRatio,
-      pass: growRatio <= 1,
-    });
+    for (const b of BEFORE.filter((c) => c.name.endsWith(name.slice('tidemark'.length)))) {
+      for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdMs', 'listWarmMs', 'listColdMs']) {
+        const ratio = m[key] / medians[b.name][key];
+        goals.push({ goal: `${name}: ${key} against ${b.name} (time ratio, no goal)`, ratio, pass: true });
+      }
+    }
+    if (x !== undefined) {
+      const longRatio = x.longGetTupleColdMs / m.getTupleColdMs;
+      goals.push({
+        goal: `${name}: cold getTuple of ${LONG_CHECKPOINTS} <= 1.5x of ${CHECKPOINTS} (time ratio)`,
+        ratio: longRatio,
+        pass: longRatio <= 1.5,
+      });
+      const growRatio = x.growingBytes / extra.SqliteSaver.growingBytes;
+      goals.push({
+        goal: `${name}: growing-list bytes <= SqliteSaver's (bytes ratio)`,
+        ratio: growRatio,
+        pass: growRatio <= 1,
+      });
+    }
     const bytesRatio = base.bytes / m.bytes;
     goals.push({ goal: `${name}: bytes >= 10x smaller`, ratio: bytesRatio, pass: bytesRatio >= 10 });
     for (const key of ['listWarmMs', 'listColdMs']) {

@@ -17,6 +17,7 @@ import {
   WRITES_IDX_MAP,
 } from '@langchain/langgraph-checkpoint';
 import { listAll, type SessionStore, TidemarkError } from '@tidemark/core';
+import { MAX_COLD_LIST } from './cold-read.js';
 import { Handouts, NO_CHECKPOINT } from './handouts.js';
 import {
   type BlobRecord,
@@ -116,6 +117,13 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     let remaining = limit ?? Number.POSITIVE_INFINITY;
     if (remaining <= 0) return;
     const threadId = threadIdOf(config);
+    const ns: unknown = config.configurable?.checkpoint_ns;
+    if (threadId !== undefined && typeof ns === 'string' && coldListable(config, options)) {
+      // The newest checkpoints of one namespace: a saver that does not hold the thread walks them
+      // back from the latest instead of folding it.
+      yield* this.listNewest(threadId, ns, config, options, remaining);
+      return;
+    }
     const threads = threadId === undefined ? this.listThreads() : oneThread(threadId);
     for await (const thread of threads) {
       const wanted =
@@ -132,6 +140,33 @@ export class TidemarkSaver extends BaseCheckpointSaver {
         if (remaining <= 0) return;
       }
     }
+  }
+
+  /** `list` of the newest `limit` checkpoints of one namespace of a thread (no filter, no `before`). */
+  private async *listNewest(
+    threadId: string,
+    ns: string,
+    config: RunnableConfig,
+    options: CheckpointListOptions,
+    limit: number,
+  ): AsyncGenerator<CheckpointTuple> {
+    const sessionId = sessionIdOfThread(threadId);
+    const select = (state: ThreadState) => selectCheckpoints(state, threadId, config, options, limit);
+    const { gathered, cold } = await this.log.readNewest(threadId, sessionId, ns, limit, (state, cold) => ({
+      gathered: select(state),
+      cold,
+    }));
+    const memo = new ValueMemo();
+    const tuples: CheckpointTuple[] = [];
+    for (const candidate of gathered) tuples.push(await this.materialize(candidate, memo));
+    // A checkpoint older than format 4 takes its parent's pending sends, which a walk may not hold.
+    if (cold && tuples.some((tuple) => tuple.checkpoint.v < 4 && tuple.parentConfig !== undefined)) {
+      const folded = await this.log.read(threadId, sessionId, select);
+      const again = new ValueMemo();
+      for (const candidate of folded) yield await this.materialize(candidate, again);
+      return;
+    }
+    yield* tuples;
   }
 
   /** Stores a checkpoint and the channel values of `newVersions` as one batch. */
@@ -341,6 +376,21 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       if (typeof thread === 'string' && isThreadSessionId(entry.summary.id)) yield thread;
     }
   }
+}
+
+/**
+ * True for a `list` a cold walk answers: a limit small enough to walk, no metadata filter, no
+ * `before` and no `checkpoint_id` (which need the whole namespace).
+ */
+function coldListable(config: RunnableConfig, options: CheckpointListOptions): boolean {
+  const { limit, filter, before } = options;
+  return (
+    limit !== undefined &&
+    limit <= MAX_COLD_LIST &&
+    (filter === undefined || Object.keys(filter).length === 0) &&
+    before === undefined &&
+    !getCheckpointId(config)
+  );
 }
 
 async function* oneThread(threadId: string): AsyncGenerator<string> {

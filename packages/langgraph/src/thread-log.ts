@@ -13,7 +13,7 @@ import {
   TidemarkError,
 } from '@tidemark/core';
 import { indexBatch } from './batch-index.js';
-import { lastEvent, readLatestCold } from './cold-read.js';
+import { lastEvent, readNewestCold } from './cold-read.js';
 import { parseRecord, recordData, type ThreadRecord } from './records.js';
 import { isHashedSessionId } from './thread-ids.js';
 import { ThreadState } from './thread-state.js';
@@ -70,10 +70,24 @@ export class ThreadLog {
     ns: string,
     fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
   ): Promise<T> {
+    return this.readNewest(threadId, sessionId, ns, 1, fn);
+  }
+
+  /**
+   * As {@link ThreadLog.readLatest}, with a state holding at least the newest `limit` checkpoints
+   * of `ns` (a thread not held is walked back through the `prev` pointers of its checkpoints).
+   */
+  readNewest<T>(
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    limit: number,
+    fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
+  ): Promise<T> {
     return this.queue.run(sessionId, async () => {
       const cached = this.cache.get(sessionId);
       if (cached === undefined && !isHashedSessionId(sessionId)) {
-        const cold = await readLatestCold(this.store, sessionId, ns);
+        const cold = await readNewestCold(this.store, sessionId, ns, limit);
         if (cold !== undefined) return fn(cold.kind === 'found' ? cold.state : new ThreadState(), true);
       }
       const { entry } = await this.sync(threadId, sessionId, cached);
@@ -182,9 +196,10 @@ export class ThreadLog {
     cached: CachedThread | undefined,
   ): Promise<SyncResult> {
     if (cached?.last !== undefined) {
-      // One lookup of the last event (from the end of the file on JSONL) usually settles it: the
-      // same event as the last one folded means the same log, and nothing after it.
-      const newest = await lastEvent(this.store, sessionId);
+      // One lookup of the last event (from the end of the file on JSONL), no further back than the
+      // last one folded, usually settles it: the same event as the last one folded means the same
+      // log, and nothing after it.
+      const newest = await lastEvent(this.store, sessionId, cached.last.seq);
       if (newest?.seq === cached.last.seq && fingerprint(newest) === cached.last.print) {
         this.remember(sessionId, cached);
         return { entry: cached, replaced: false };
