@@ -109,10 +109,8 @@ function pointCheckpoint(
     );
     if (inBatch >= 0) {
       const found = batch[inBatch];
-      if (found?.kind === 'blob' && found.blob.value !== undefined) {
-        at[ch] = firstSeq + inBatch;
-        if (found.blob.k !== undefined) ak[ch] = found.blob.k;
-      }
+      // A value of the checkpoint's own batch is read with it (see cold-read.ts): no key needed.
+      if (found?.kind === 'blob' && found.blob.value !== undefined) at[ch] = firstSeq + inBatch;
       continue;
     }
     const stored = state.blob(ns, ch, ver, owner);

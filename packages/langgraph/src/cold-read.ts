@@ -24,6 +24,9 @@ export type ColdLatest = { kind: 'absent' } | { kind: 'found'; state: ThreadStat
  */
 const WINDOW = 8;
 
+/** Events before a checkpoint its own batch's values may lie within (see {@link applyCheckpoint}). */
+const NEAR_CHECKPOINT = 64;
+
 /** Checkpoints a cold `list` walks back at most; a longer list folds the thread. */
 export const MAX_COLD_LIST = 100;
 
@@ -112,6 +115,13 @@ async function applyCheckpoint(
   const record = parsed.checkpoint;
   const valueAt = record.at ?? {};
   const pointed = [...Object.values(valueAt), ...(record.wat ?? [])];
+  // Values without a key (those of the checkpoint's own batch, just before it) are read with the
+  // stretch up to the log's end; keyed ones, put long before, on their own.
+  const unkeyed = Object.entries(valueAt).flatMap(([ch, seq]) =>
+    record.ak?.[ch] === undefined ? [seq] : [],
+  );
+  const near = unkeyed.filter((seq) => seq < at && at - seq <= NEAR_CHECKPOINT);
+  if (near.length > 0 && !(await log.fetchFrom(Math.min(...near)))) return undefined;
   if (!(await log.fetch(pointed))) return undefined;
   const before = [...new Set(pointed)].filter((seq) => seq < at).map((seq) => log.get(seq)!);
   for (const event of [...before.sort((a, b) => a.seq - b.seq), head!]) {

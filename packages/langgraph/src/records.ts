@@ -56,7 +56,10 @@ export interface CheckpointRecord {
    * written before it was added (such threads are folded).
    */
   at?: Record<string, number>;
-  /** The `k` of each blob `at` names (channels whose blob has one). */
+  /**
+   * The `k` of each blob `at` names outside the checkpoint's own batch (channels whose blob has
+   * one): a value put long before is read on its own, and its key says it is the one named.
+   */
   ak?: Record<string, string>;
   /** Seqs of the pending writes stored for this checkpoint before it (writes that overtook its put). */
   wat?: number[];
