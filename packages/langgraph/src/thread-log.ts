@@ -5,6 +5,7 @@
 // with an explicit seq; CONFLICT means another writer got there first, and the batch is planned
 // again from the new state, which may refuse it.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   isTidemarkError,
   KeyedQueue,
@@ -36,6 +37,12 @@ interface SyncResult {
 
 /** Appends tried per write before a CONFLICT is handed to the caller (others keep appending). */
 const MAX_WRITE_ATTEMPTS = 4;
+
+/**
+ * First wait before appending again after a refusal that left the log as it was, doubled each
+ * time: 50 + 100 + 200 ms outlast the 250 ms a JSONL writer holds an idle thread by default.
+ */
+const HELD_RETRY_MS = 50;
 
 /** Summary attribute naming the thread a session belongs to. */
 export const THREAD_ATTR = 'langgraphThread';
@@ -132,11 +139,17 @@ export class ThreadLog {
             this.cache.delete(sessionId);
             throw error;
           }
+          const before = entry.last;
           const synced = await this.sync(threadId, sessionId, entry);
           entry = synced.entry;
           if (entry.state.hasBatch(batch)) return;
           if (attempt >= MAX_WRITE_ATTEMPTS - 1)
             throw concurrentWriter(threadId, sessionId, synced.replaced, error);
+          // Refused while the log stayed as it was: another process holds the thread for writing
+          // (a JSONL writer lock, released once that writer is idle). Trying again at once would
+          // only be refused again.
+          if (!synced.replaced && entry.last?.seq === before?.seq && entry.last?.print === before?.print)
+            await delay(HELD_RETRY_MS * 2 ** attempt);
         }
       }
     });
