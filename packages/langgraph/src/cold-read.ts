@@ -129,9 +129,12 @@ async function applyCheckpoint(
     if (found === undefined || !belongs(found, ns, record.id, event.seq === at)) continue;
     state.apply(found, event.seq);
   }
+  const ahead = new Set(record.wat ?? []);
   for (const event of writes) {
     const found = parseRecord(sessionId, event);
     if (found !== undefined && belongs(found, ns, record.id, false)) {
+      // Writes stored ahead of the checkpoint's put were applied with it (its `wat`).
+      if (ahead.has(event.seq)) continue;
       if (log.isLoose(event.seq)) check.unvouched = true;
       state.apply(found, event.seq);
     } else if (exact) return undefined;
