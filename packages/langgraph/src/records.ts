@@ -164,6 +164,25 @@ function isWriteEntry(v: unknown): v is WriteEntry {
 }
 
 /**
+ * A checkpoint with its hints of where things are (`at`, `ak`, `wat`, `prev`, `pw`), or without
+ * them when one does not have its shape: a hint is never trusted blindly (the thread is folded).
+ */
+function withValidHints(checkpoint: CheckpointRecord): CheckpointRecord {
+  const data = checkpoint as unknown as Fields;
+  if (
+    (data.at !== undefined && !isSeqMap(data.at)) ||
+    (data.ak !== undefined && !isStringMap(data.ak)) ||
+    (data.wat !== undefined && !isSeqList(data.wat)) ||
+    (data.prev !== undefined && !isSeq(data.prev)) ||
+    (data.pw !== undefined && !isSeqList(data.pw))
+  ) {
+    const { at: _at, ak: _ak, wat: _wat, prev: _prev, pw: _pw, ...rest } = checkpoint;
+    return rest;
+  }
+  return checkpoint;
+}
+
+/**
  * Reads one stored event back into a record; `undefined` for an event the saver did not write (a
  * boundary of another writer, another program's events). A saver event that does not have its
  * shape is CORRUPT: it is never skipped, since skipping would present an older state as current.
@@ -218,19 +237,7 @@ export function parseRecord(
     ) {
       throw corrupt(sessionId, seq, 'malformed checkpoint');
     }
-    const checkpoint = data as unknown as CheckpointRecord;
-    // Hints of where things are: one that does not have its shape is dropped (the thread is folded).
-    if (
-      (data.at !== undefined && !isSeqMap(data.at)) ||
-      (data.ak !== undefined && !isStringMap(data.ak)) ||
-      (data.wat !== undefined && !isSeqList(data.wat)) ||
-      (data.prev !== undefined && !isSeq(data.prev)) ||
-      (data.pw !== undefined && !isSeqList(data.pw))
-    ) {
-      const { at: _at, ak: _ak, wat: _wat, prev: _prev, pw: _pw, ...rest } = checkpoint;
-      return { kind: 'checkpoint', checkpoint: rest };
-    }
-    return { kind: 'checkpoint', checkpoint };
+    return { kind: 'checkpoint', checkpoint: withValidHints(data as unknown as CheckpointRecord) };
   }
   if (type === EVENT_TYPES.writes) {
     const entriesOk = Array.isArray(data.writes) && data.writes.every(isWriteEntry);
