@@ -11,7 +11,8 @@
 // graph's wall time per super-step, getTuple of the latest checkpoint (warm: the saver that wrote
 // the thread, median of BENCH_GET_CALLS; cold: a new saver on a new connection, median of
 // BENCH_COLD_CALLS, default 3, each on its own new saver), list of the whole thread (warm: median
-// of 3; cold: as getTuple), and the bytes on disk once the store is closed.
+// of 3; cold: as getTuple), a cold list of the newest BENCH_LIST_LIMIT (default 10), and the bytes
+// on disk once the store is closed.
 //
 // Durability: SqliteSaver sets journal_mode=WAL and leaves synchronous at better-sqlite3's
 // default, NORMAL (read back below): commits are atomic but not fsynced. TidemarkSaver runs at the
@@ -52,6 +53,7 @@ const COLD_CALLS = size('BENCH_COLD_CALLS', 3);
 const THREAD = 'bench-thread';
 const LONG_CHECKPOINTS = size('BENCH_LONG_CHECKPOINTS', 10_000);
 const GROW_CHECKPOINTS = size('BENCH_GROW_CHECKPOINTS', 1000);
+const LIST_LIMIT = size('BENCH_LIST_LIMIT', 10);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-langgraph-bench-'));
@@ -213,10 +215,13 @@ const CONTENDERS = [
 
 const config = { configurable: { thread_id: THREAD } };
 
-async function listAll(saver) {
+async function listAll(saver, limit) {
   const t = now();
   let count = 0;
-  for await (const _ of saver.list(config)) count++;
+  // The root namespace named, as LangGraph's getStateHistory names it.
+  const options = limit === undefined ? {} : { limit };
+  for await (const _ of saver.list({ configurable: { ...config.configurable, checkpoint_ns: '' } }, options))
+    count++;
   return { ms: now() - t, count };
 }
 
@@ -258,6 +263,7 @@ async function round(contender, r) {
   const coldGets = [];
   const coldLists = [];
   const coldGetsWithOpen = [];
+  const coldRecentLists = [];
   for (let i = 0; i < COLD_CALLS; i++) {
     const o = now();
     const coldGet = await contender.open(dir);
@@ -272,6 +278,12 @@ async function round(contender, r) {
     if (count !== CHECKPOINTS) throw new Error(`${contender.name}: cold list gave ${count} checkpoints`);
     coldLists.push(ms);
     await coldList.close();
+    const coldRecent = await contender.open(dir);
+    const recent = await listAll(coldRecent.saver, LIST_LIMIT);
+    if (recent.count !== LIST_LIMIT)
+      throw new Error(`${contender.name}: cold list gave ${recent.count} checkpoints`);
+    coldRecentLists.push(recent.ms);
+    await coldRecent.close();
   }
   const bytes = bytesUnder(dir);
   rmSync(dir, { recursive: true, force: true });
@@ -284,6 +296,7 @@ async function round(contender, r) {
     getTupleColdWithOpenMs: median(coldGetsWithOpen),
     listWarmMs: median(warmLists),
     listColdMs: median(coldLists),
+    listRecentColdMs: median(coldRecentLists),
     bytes,
   };
 }
@@ -296,6 +309,7 @@ const METRICS = [
   ['getTupleColdWithOpenMs', 'getTuple latest, cold: new saver, with the store open (ms)'],
   ['listWarmMs', `list ${CHECKPOINTS} checkpoints, warm (ms)`],
   ['listColdMs', `list ${CHECKPOINTS} checkpoints, cold: new saver (ms)`],
+  ['listRecentColdMs', `list with limit ${LIST_LIMIT}, cold: new saver (ms)`],
   ['bytes', `bytes on disk after ${CHECKPOINTS} checkpoints`],
 ];
 
@@ -355,7 +369,14 @@ try {
       pass: coldRatio <= 2,
     });
     for (const b of BEFORE.filter((c) => c.name.endsWith(name.slice('tidemark'.length)))) {
-      for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdMs', 'listWarmMs', 'listColdMs']) {
+      for (const key of [
+        'writesPerStepMs',
+        'getTupleWarmMs',
+        'getTupleColdMs',
+        'listWarmMs',
+        'listColdMs',
+        'listRecentColdMs',
+      ]) {
         const ratio = m[key] / medians[b.name][key];
         goals.push({ goal: `${name}: ${key} against ${b.name} (time ratio, no goal)`, ratio, pass: true });
       }
@@ -380,7 +401,7 @@ try {
       const ratio = base[key] / m[key];
       goals.push({ goal: `${name}: ${key} >= 2x faster`, ratio, pass: ratio >= 2 });
     }
-    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs']) {
+    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs', 'listRecentColdMs']) {
       goals.push({ goal: `${name}: ${key} speed-up (no goal)`, ratio: base[key] / m[key], pass: true });
     }
   }
@@ -405,6 +426,7 @@ try {
           COLD_CALLS,
           LONG_CHECKPOINTS,
           GROW_CHECKPOINTS,
+          LIST_LIMIT,
         },
         modes: Object.fromEntries(CONTENDERS.map((c) => [c.name, perRound[c.name][0].mode])),
         medians,

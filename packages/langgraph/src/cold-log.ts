@@ -59,7 +59,7 @@ export class ColdLog {
    * least, so a walk back costs a few lookups. False when the log no longer ends at the same event.
    */
   async fetchFrom(seq: number): Promise<boolean> {
-    if (seq >= this.from) return true;
+    if (seq >= this.from || this.from === 0) return true;
     const start = Math.max(0, Math.min(seq, this.from - (this.last.seq - this.from + 1)));
     const count = this.last.seq - start + 1;
     const events = await readOrAbsent(this.store, this.sessionId, { fromSeq: start, last: count });

@@ -76,6 +76,8 @@ export async function readNewestCold(
     if (prev === undefined) return undefined;
     if (prev < 0) break;
     const writes = record.pw ?? [];
+    // Once, from the distance between the two newest: the stretch the whole walk needs, mostly.
+    if (count === 1 && !(await log.fetchFrom(at - (at - prev) * limit - WINDOW))) return undefined;
     // The stretch before it holds the previous checkpoint's batch and its writes, mostly.
     if (!(await log.fetchFrom(Math.min(prev, ...writes))) || !(await log.fetchNear(prev, log.get(prev))))
       return undefined;
@@ -115,12 +117,11 @@ async function applyCheckpoint(
   const record = parsed.checkpoint;
   const valueAt = record.at ?? {};
   const pointed = [...Object.values(valueAt), ...(record.wat ?? [])];
-  // Values without a key (those of the checkpoint's own batch, just before it) are read with the
-  // stretch up to the log's end; keyed ones, put long before, on their own.
-  const unkeyed = Object.entries(valueAt).flatMap(([ch, seq]) =>
-    record.ak?.[ch] === undefined ? [seq] : [],
-  );
-  const near = unkeyed.filter((seq) => seq < at && at - seq <= NEAR_CHECKPOINT);
+  // Values without a key (those of the checkpoint's own batch) are read with the stretch up to the
+  // log's end; keyed ones put long before, on their own.
+  // Values just before it (keyed or not) are read with the stretch up to the log's end too: one
+  // lookup from the end, where a single one in the middle of the log may cost a scan (JSONL).
+  const near = Object.values(valueAt).filter((seq) => seq < at && at - seq <= NEAR_CHECKPOINT);
   if (near.length > 0 && !(await log.fetchFrom(Math.min(...near)))) return undefined;
   if (!(await log.fetch(pointed))) return undefined;
   const before = [...new Set(pointed)].filter((seq) => seq < at).map((seq) => log.get(seq)!);
