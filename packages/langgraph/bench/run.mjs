@@ -11,7 +11,8 @@
 // graph's wall time per super-step, getTuple of the latest checkpoint (warm: the saver that wrote
 // the thread, median of BENCH_GET_CALLS; cold: a new saver on a new connection, median of
 // BENCH_COLD_CALLS, default 3, each on its own new saver), list of the whole thread (warm: median
-// of 3; cold: as getTuple), and the bytes on disk once the store is closed.
+// of 3; cold: as getTuple), a cold list of the newest BENCH_LIST_LIMIT (default 10), and the bytes
+// on disk once the store is closed.
 //
 // Durability: SqliteSaver sets journal_mode=WAL and leaves synchronous at better-sqlite3's
 // default, NORMAL (read back below): commits are atomic but not fsynced. TidemarkSaver runs at the
@@ -26,11 +27,16 @@
 // grows by one entry every step for BENCH_GROW_CHECKPOINTS checkpoints (goal <= SqliteSaver's).
 // The cold getTuple of the CHECKPOINTS thread is reported with the store opened before timing
 // (goal <= 2x SqliteSaver's) and with the open.
+//
+// BENCH_BEFORE=<label>=<path of another build's dist/index.js>[,...] (e.g. a worktree of an earlier
+// commit, built): that build's TidemarkSaver runs in the same rounds, on SQLite and JSONL, as
+// contenders "<label> sqlite" / "<label> jsonl", so that before and after meet the same machine
+// load. Goals are checked for this build only; the once-per-run extras skip the earlier builds.
 
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { openJsonlStore } from '@tidemark/jsonl';
@@ -47,6 +53,7 @@ const COLD_CALLS = size('BENCH_COLD_CALLS', 3);
 const THREAD = 'bench-thread';
 const LONG_CHECKPOINTS = size('BENCH_LONG_CHECKPOINTS', 10_000);
 const GROW_CHECKPOINTS = size('BENCH_GROW_CHECKPOINTS', 1000);
+const LIST_LIMIT = size('BENCH_LIST_LIMIT', 10);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-langgraph-bench-'));
@@ -153,6 +160,45 @@ function bytesUnder(path) {
 
 /** The savers compared: each `open(dir)` gives a saver and how to close what it opened. */
 const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
+
+/** The tidemark contenders of one build of TidemarkSaver, named `<label> sqlite` and `<label> jsonl`. */
+function tidemarkContenders(label, Saver, before = false) {
+  return [
+    {
+      name: `${label} sqlite`,
+      before,
+      async open(dir) {
+        const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
+        return {
+          saver: new Saver(store),
+          mode: 'relaxed: WAL, synchronous=NORMAL',
+          close: () => store.close(),
+        };
+      },
+    },
+    {
+      name: `${label} jsonl`,
+      before,
+      async open(dir) {
+        const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
+        return {
+          saver: new Saver(store),
+          mode: 'relaxed: appends not fdatasynced',
+          close: () => store.close(),
+        };
+      },
+    },
+  ];
+}
+
+const BEFORE = [];
+for (const entry of (process.env.BENCH_BEFORE ?? '').split(',').filter(Boolean)) {
+  const cut = entry.indexOf('=');
+  const [label, path] = cut > 0 ? [entry.slice(0, cut), entry.slice(cut + 1)] : ['before', entry];
+  const { TidemarkSaver: Saver } = await import(pathToFileURL(path).href);
+  BEFORE.push(...tidemarkContenders(label, Saver, true));
+}
+
 const CONTENDERS = [
   {
     name: 'SqliteSaver',
@@ -163,36 +209,19 @@ const CONTENDERS = [
       return { saver, mode, close: async () => saver.db.close() };
     },
   },
-  {
-    name: 'tidemark sqlite',
-    async open(dir) {
-      const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
-      return {
-        saver: new TidemarkSaver(store),
-        mode: 'relaxed: WAL, synchronous=NORMAL',
-        close: () => store.close(),
-      };
-    },
-  },
-  {
-    name: 'tidemark jsonl',
-    async open(dir) {
-      const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
-      return {
-        saver: new TidemarkSaver(store),
-        mode: 'relaxed: appends not fdatasynced',
-        close: () => store.close(),
-      };
-    },
-  },
+  ...tidemarkContenders('tidemark', TidemarkSaver),
+  ...BEFORE,
 ];
 
 const config = { configurable: { thread_id: THREAD } };
 
-async function listAll(saver) {
+async function listAll(saver, limit) {
   const t = now();
   let count = 0;
-  for await (const _ of saver.list(config)) count++;
+  // The root namespace named, as LangGraph's getStateHistory names it.
+  const options = limit === undefined ? {} : { limit };
+  for await (const _ of saver.list({ configurable: { ...config.configurable, checkpoint_ns: '' } }, options))
+    count++;
   return { ms: now() - t, count };
 }
 
@@ -234,6 +263,7 @@ async function round(contender, r) {
   const coldGets = [];
   const coldLists = [];
   const coldGetsWithOpen = [];
+  const coldRecentLists = [];
   for (let i = 0; i < COLD_CALLS; i++) {
     const o = now();
     const coldGet = await contender.open(dir);
@@ -248,6 +278,12 @@ async function round(contender, r) {
     if (count !== CHECKPOINTS) throw new Error(`${contender.name}: cold list gave ${count} checkpoints`);
     coldLists.push(ms);
     await coldList.close();
+    const coldRecent = await contender.open(dir);
+    const recent = await listAll(coldRecent.saver, LIST_LIMIT);
+    if (recent.count !== LIST_LIMIT)
+      throw new Error(`${contender.name}: cold list gave ${recent.count} checkpoints`);
+    coldRecentLists.push(recent.ms);
+    await coldRecent.close();
   }
   const bytes = bytesUnder(dir);
   rmSync(dir, { recursive: true, force: true });
@@ -260,6 +296,7 @@ async function round(contender, r) {
     getTupleColdWithOpenMs: median(coldGetsWithOpen),
     listWarmMs: median(warmLists),
     listColdMs: median(coldLists),
+    listRecentColdMs: median(coldRecentLists),
     bytes,
   };
 }
@@ -272,6 +309,7 @@ const METRICS = [
   ['getTupleColdWithOpenMs', 'getTuple latest, cold: new saver, with the store open (ms)'],
   ['listWarmMs', `list ${CHECKPOINTS} checkpoints, warm (ms)`],
   ['listColdMs', `list ${CHECKPOINTS} checkpoints, cold: new saver (ms)`],
+  ['listRecentColdMs', `list with limit ${LIST_LIMIT}, cold: new saver (ms)`],
   ['bytes', `bytes on disk after ${CHECKPOINTS} checkpoints`],
 ];
 
@@ -305,7 +343,9 @@ try {
     })),
   );
   const extra = {};
-  for (const c of CONTENDERS) {
+  // BENCH_EXTRAS=0 skips them (a quicker run of the rounds alone; their goals are then not checked).
+  const EXTRA_CONTENDERS = process.env.BENCH_EXTRAS === '0' ? [] : CONTENDERS.filter((c) => !c.before);
+  for (const c of EXTRA_CONTENDERS) {
     extra[c.name] = await extras(c);
     process.stderr.write(`extras ${c.name}: ${JSON.stringify(extra[c.name])}\n`);
   }
@@ -315,7 +355,7 @@ try {
       ['growingBytes', `bytes on disk, list channel growing every step, ${GROW_CHECKPOINTS} checkpoints`],
     ].map(([key, label]) => ({
       measure: label,
-      ...Object.fromEntries(CONTENDERS.map((c) => [c.name, Number(extra[c.name][key].toPrecision(4))])),
+      ...Object.fromEntries(EXTRA_CONTENDERS.map((c) => [c.name, Number(extra[c.name][key].toPrecision(4))])),
     })),
   );
   const goals = [];
@@ -328,25 +368,40 @@ try {
       ratio: coldRatio,
       pass: coldRatio <= 2,
     });
-    const longRatio = x.longGetTupleColdMs / m.getTupleColdMs;
-    goals.push({
-      goal: `${name}: cold getTuple of ${LONG_CHECKPOINTS} <= 1.5x of ${CHECKPOINTS} (time ratio)`,
-      ratio: longRatio,
-      pass: longRatio <= 1.5,
-    });
-    const growRatio = x.growingBytes / extra.SqliteSaver.growingBytes;
-    goals.push({
-      goal: `${name}: growing-list bytes <= SqliteSaver's (bytes ratio)`,
-      ratio: growRatio,
-      pass: growRatio <= 1,
-    });
+    for (const b of BEFORE.filter((c) => c.name.endsWith(name.slice('tidemark'.length)))) {
+      for (const key of [
+        'writesPerStepMs',
+        'getTupleWarmMs',
+        'getTupleColdMs',
+        'listWarmMs',
+        'listColdMs',
+        'listRecentColdMs',
+      ]) {
+        const ratio = m[key] / medians[b.name][key];
+        goals.push({ goal: `${name}: ${key} against ${b.name} (time ratio, no goal)`, ratio, pass: true });
+      }
+    }
+    if (x !== undefined) {
+      const longRatio = x.longGetTupleColdMs / m.getTupleColdMs;
+      goals.push({
+        goal: `${name}: cold getTuple of ${LONG_CHECKPOINTS} <= 1.5x of ${CHECKPOINTS} (time ratio)`,
+        ratio: longRatio,
+        pass: longRatio <= 1.5,
+      });
+      const growRatio = x.growingBytes / extra.SqliteSaver.growingBytes;
+      goals.push({
+        goal: `${name}: growing-list bytes <= SqliteSaver's (bytes ratio)`,
+        ratio: growRatio,
+        pass: growRatio <= 1,
+      });
+    }
     const bytesRatio = base.bytes / m.bytes;
     goals.push({ goal: `${name}: bytes >= 10x smaller`, ratio: bytesRatio, pass: bytesRatio >= 10 });
     for (const key of ['listWarmMs', 'listColdMs']) {
       const ratio = base[key] / m[key];
       goals.push({ goal: `${name}: ${key} >= 2x faster`, ratio, pass: ratio >= 2 });
     }
-    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs']) {
+    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs', 'listRecentColdMs']) {
       goals.push({ goal: `${name}: ${key} speed-up (no goal)`, ratio: base[key] / m[key], pass: true });
     }
   }
@@ -371,6 +426,7 @@ try {
           COLD_CALLS,
           LONG_CHECKPOINTS,
           GROW_CHECKPOINTS,
+          LIST_LIMIT,
         },
         modes: Object.fromEntries(CONTENDERS.map((c) => [c.name, perRound[c.name][0].mode])),
         medians,

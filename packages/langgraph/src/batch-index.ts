@@ -3,7 +3,10 @@
 // the pending writes stored before it (`wat`), and the boundary names, per namespace, the event of
 // the latest checkpoint once the batch is in (`latest`). Computed from the state the append
 // confirms (the batch lands only at the seq it was planned for), and written in the same atomic
-// batch, so the pointers are never ahead of or behind the log they are in. Pure: no I/O.
+// batch, so the pointers are never ahead of or behind the log they are in. While a namespace is
+// one chain, each checkpoint also names the one before it and that one's writes (`prev`, `pw`),
+// and the boundary says which namespaces still are (`chain`), so that a new process lists the
+// newest checkpoints by walking back. Pure: no I/O.
 import type { CheckpointRecord, LatestIndex, ThreadRecord } from './records.js';
 import type { ThreadState } from './thread-state.js';
 
@@ -13,18 +16,72 @@ export function indexBatch(
   records: readonly ThreadRecord[],
   firstSeq: number,
 ): ThreadRecord[] {
-  const indexed = records.map((record, i): ThreadRecord => {
+  const closing = records[records.length - 1];
+  const key = closing?.kind === 'boundary' ? blobKey(closing.batch) : undefined;
+  const keyed = records.map((record): ThreadRecord => {
+    if (record.kind !== 'blob' || record.blob.value === undefined || key === undefined) return record;
+    return { kind: 'blob', blob: { ...record.blob, k: key } };
+  });
+  const indexed = keyed.map((record, i): ThreadRecord => {
     if (record.kind !== 'checkpoint') return record;
-    return {
-      kind: 'checkpoint',
-      checkpoint: pointCheckpoint(state, records, firstSeq, record.checkpoint, i),
-    };
+    const pointed = pointCheckpoint(state, keyed, firstSeq, record.checkpoint, i);
+    return { kind: 'checkpoint', checkpoint: linkCheckpoint(state, keyed, pointed, i) };
   });
   const last = indexed[indexed.length - 1];
   if (last?.kind !== 'boundary') return indexed;
   const latest = latestAfter(state, indexed, firstSeq);
-  if (latest !== undefined) indexed[indexed.length - 1] = { ...last, latest };
+  if (latest !== undefined) {
+    const chain = Object.keys(latest).filter((ns) => chainAfter(state, indexed, ns));
+    indexed[indexed.length - 1] = chain.length > 0 ? { ...last, latest, chain } : { ...last, latest };
+  }
   return indexed;
+}
+
+/** The `k` of a batch's blobs: 48 random bits of its batch id (a random UUID). */
+function blobKey(batch: string): string | undefined {
+  const hex = batch.replace(/-/g, '').slice(0, 12);
+  return /^[0-9a-f]{12}$/i.test(hex) ? Buffer.from(hex, 'hex').toString('base64url') : undefined;
+}
+
+/**
+ * The checkpoint with `prev` and `pw` when it continues its namespace's chain: the namespace is
+ * one chain, the checkpoint is the first record of its namespace in the batch, and its id is above
+ * every id stored (it becomes the latest).
+ */
+function linkCheckpoint(
+  state: ThreadState,
+  batch: readonly ThreadRecord[],
+  checkpoint: CheckpointRecord,
+  position: number,
+): CheckpointRecord {
+  const { ns } = checkpoint;
+  if (!state.isChain(ns)) return checkpoint;
+  if (batch.slice(0, position).some((r) => r.kind !== 'blob' && r.kind !== 'boundary' && recordNs(r) === ns))
+    return checkpoint;
+  const before = state.latest(ns);
+  if (before === undefined) return { ...checkpoint, prev: -1 };
+  const seq = state.seqOf(before);
+  if (seq === undefined || checkpoint.id <= before.id) return checkpoint;
+  const pw = state.writesEventSeqs(ns, before.id);
+  return pw.length > 0 ? { ...checkpoint, prev: seq, pw: [...pw] } : { ...checkpoint, prev: seq };
+}
+
+/** True when `ns` is still one chain once `batch` is in (as {@link ThreadState.apply} will judge). */
+function chainAfter(state: ThreadState, batch: readonly ThreadRecord[], ns: string): boolean {
+  if (!state.isChain(ns)) return false;
+  let latestId = state.latest(ns)?.id;
+  const put = new Set<string>();
+  for (const record of batch) {
+    if (record.kind === 'checkpoint' && record.checkpoint.ns === ns) {
+      if (record.checkpoint.prev === undefined) return false;
+      latestId = record.checkpoint.id;
+      put.add(latestId);
+    } else if (record.kind === 'writes' && record.writes.ns === ns) {
+      const { cp } = record.writes;
+      if (cp !== latestId && (put.has(cp) || state.checkpoint(ns, cp) !== undefined)) return false;
+    }
+  }
+  return true;
 }
 
 /** The checkpoint with `at` (its channel values' events) and `wat` (its earlier writes' events). */
@@ -37,6 +94,7 @@ function pointCheckpoint(
 ): CheckpointRecord {
   const { ns } = checkpoint;
   const at: Record<string, number> = {};
+  const ak: Record<string, string> = {};
   for (const [ch, ver] of Object.entries(checkpoint.vers)) {
     const owner = checkpoint.refs?.[ch];
     const inBatch = batch.findIndex(
@@ -51,15 +109,20 @@ function pointCheckpoint(
     );
     if (inBatch >= 0) {
       const found = batch[inBatch];
+      // A value of the checkpoint's own batch is read with it (see cold-read.ts): no key needed.
       if (found?.kind === 'blob' && found.blob.value !== undefined) at[ch] = firstSeq + inBatch;
       continue;
     }
     const stored = state.blob(ns, ch, ver, owner);
     const seq = stored === undefined ? undefined : state.seqOf(stored);
-    if (stored?.value !== undefined && seq !== undefined) at[ch] = seq;
+    if (stored?.value !== undefined && seq !== undefined) {
+      at[ch] = seq;
+      if (stored.k !== undefined) ak[ch] = stored.k;
+    }
   }
   const wat = state.writesEventSeqs(ns, checkpoint.id);
-  return wat.length > 0 ? { ...checkpoint, at, wat: [...wat] } : { ...checkpoint, at };
+  const keys = Object.keys(ak).length > 0 ? { ak } : {};
+  return wat.length > 0 ? { ...checkpoint, at, ...keys, wat: [...wat] } : { ...checkpoint, at, ...keys };
 }
 
 /** Per namespace of the batch (and the root one), the seq of its latest checkpoint after the batch. */

@@ -1,15 +1,34 @@
-// A new process's read of a thread's latest checkpoint without folding the thread: the log's last
+// A new process's read of a thread's newest checkpoints without folding the thread: the log's last
 // event (a boundary naming, per namespace, the event of the latest checkpoint), that checkpoint's
-// event and the events of its channel values, then the events after it (its pending writes). A few
-// indexed lookups on SQLite and PostgreSQL, however long the thread. Whenever a pointer is missing
-// (a log written before the pointers existed, another writer's events, a hashed thread id whose
-// owner must be checked) the answer is `undefined` and the caller folds the thread as before.
-import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
-import { parseRecord, type ThreadRecord } from './records.js';
+// event and the events of its channel values, then the events after it (its pending writes); for
+// `list` with a limit, the checkpoints before it by their `prev` pointers. A few indexed lookups
+// on SQLite and PostgreSQL, however long the thread. Whenever a pointer is missing (a log written
+// before the pointers existed, another writer's events, a hashed thread id whose owner must be
+// checked, a namespace that is not one chain) the answer is `undefined` and the caller folds the
+// thread as before.
+import type { SessionEvent, SessionStore } from '@tidemark/core';
+import { ColdLog } from './cold-log.js';
+import { type CheckpointRecord, parseRecord, type ThreadRecord } from './records.js';
 import { ThreadState } from './thread-state.js';
 
-/** What a cold read found: the thread's absence, or a state holding just the latest checkpoint of `ns`. */
+export { lastEvent } from './cold-log.js';
+
+/** What a cold read found: the thread's absence, or a state holding just the newest checkpoints of `ns`. */
 export type ColdLatest = { kind: 'absent' } | { kind: 'found'; state: ThreadState; last: SessionEvent };
+
+/**
+ * Newest events read in the first lookup. A super-step of one task fits (its put: the channels it
+ * changed, the checkpoint and the boundary; then its writes and their boundary); whatever of the
+ * checkpoint's batch or its writes falls before is read by its pointers. Every event read is
+ * decoded and checked by the store, so the window is kept small.
+ */
+const WINDOW = 8;
+
+/** Events before a checkpoint its own batch's values may lie within (see {@link applyCheckpoint}). */
+const NEAR_CHECKPOINT = 64;
+
+/** Checkpoints a cold `list` walks back at most; a longer list folds the thread. */
+export const MAX_COLD_LIST = 100;
 
 /**
  * The latest checkpoint of `ns` and what its tuple needs, or `undefined` when the log does not
@@ -21,73 +40,117 @@ export async function readLatestCold(
   sessionId: string,
   ns: string,
 ): Promise<ColdLatest | undefined> {
+  return readNewestCold(store, sessionId, ns, 1);
+}
+
+/**
+ * The newest `limit` checkpoints of `ns` (fewer when it has fewer), each with what its tuple
+ * needs, or `undefined` when the log cannot vouch for them without a fold. For more than one
+ * checkpoint the namespace must be one chain (the last boundary's `chain`).
+ */
+export async function readNewestCold(
+  store: SessionStore,
+  sessionId: string,
+  ns: string,
+  limit: number,
+): Promise<ColdLatest | undefined> {
   // The newest events in one lookup: the last batch's boundary, and mostly the latest checkpoint,
   // the channel values put with it, and its pending writes too.
-  const window = await lastEvents(store, sessionId, WINDOW);
-  if (window === null) return { kind: 'absent' };
-  const last = window[window.length - 1];
-  if (last === undefined) return undefined;
-  const tail = parseRecord(sessionId, last);
+  const log = await ColdLog.open(store, sessionId, WINDOW);
+  if (log === null) return { kind: 'absent' };
+  if (log === undefined) return undefined;
+  const tail = parseRecord(sessionId, log.last);
   if (tail?.kind !== 'boundary' || tail.latest === undefined) return undefined;
   const at = tail.latest[ns];
   if (at === undefined) return undefined;
   if (at < 0) return { kind: 'absent' };
-  let after = window.filter((event) => event.seq >= at);
-  if (window[0]!.seq > at) {
-    // The checkpoint is further back: read from it up to the window, then make sure the log is
-    // still the one whose last event named it (not deleted and rewritten meanwhile).
-    const between = await readRange(store, sessionId, at, window[0]!.seq - 1);
-    if (between === undefined || !(await stillLast(store, sessionId, last))) return undefined;
-    after = [...between, ...after];
-  }
-  const head = after[0];
-  const checkpoint = head?.seq === at ? parseRecord(sessionId, head) : undefined;
-  if (
-    checkpoint?.kind !== 'checkpoint' ||
-    checkpoint.checkpoint.ns !== ns ||
-    checkpoint.checkpoint.at === undefined
-  )
-    return undefined;
-  const record = checkpoint.checkpoint;
-  const valueAt = record.at ?? {};
-  const inHand = new Map(window.map((event) => [event.seq, event]));
-  const pointed = [...Object.values(valueAt), ...(record.wat ?? [])];
-  const fetched = await readSeqs(
-    store,
-    sessionId,
-    pointed.filter((seq) => !inHand.has(seq)),
-  );
-  if (fetched === undefined) return undefined;
-  const before = [
-    ...fetched,
-    ...pointed.flatMap((seq) => (seq < at && inHand.has(seq) ? [inHand.get(seq)!] : [])),
-  ];
+  if (limit > 1 && !tail.chain?.includes(ns)) return undefined;
+  // The checkpoint further back than the window: read from it to the window.
+  if (!(await log.fetchFrom(at))) return undefined;
+  if (!(await log.fetchNear(at, log.get(at)))) return undefined;
   const state = new ThreadState();
-  for (const event of [...before.sort((a, b) => a.seq - b.seq), ...after]) {
-    const parsed = parseRecord(sessionId, event);
-    if (parsed === undefined || !belongs(parsed, ns, record.id, event.seq === at)) continue;
-    state.apply(parsed, event.seq);
+  const check = { unvouched: false };
+  let record = await applyCheckpoint(log, state, check, sessionId, ns, at, log.after(at), false);
+  for (let count = 1; record !== undefined && count < limit; count += 1) {
+    const { prev } = record;
+    if (prev === undefined) return undefined;
+    if (prev < 0) break;
+    const writes = record.pw ?? [];
+    // Once, from the distance between the two newest: the stretch the whole walk needs, mostly.
+    if (count === 1 && !(await log.fetchFrom(at - (at - prev) * limit - WINDOW))) return undefined;
+    // The stretch before it holds the previous checkpoint's batch and its writes, mostly.
+    if (!(await log.fetchFrom(Math.min(prev, ...writes))) || !(await log.fetchNear(prev, log.get(prev))))
+      return undefined;
+    const pending = writes.map((seq) => log.get(seq)!);
+    const older = await applyCheckpoint(log, state, check, sessionId, ns, prev, pending, true);
+    if (older === undefined || older.id >= record.id) return undefined;
+    record = older;
+  }
+  if (record === undefined) return undefined;
+  // Events read apart from the log's end, and not vouched for by their key, are of this log only
+  // if it still ends where it did.
+  if (check.unvouched && !(await log.unchanged())) return undefined;
+  return { kind: 'found', state, last: log.last };
+}
+
+/**
+ * Applies to `state` the checkpoint at `at`, its channel values (by its `at` pointers) and its
+ * pending writes among `writes` (events after it; with `exact`, every one must be one): the
+ * checkpoint record, or `undefined` when an event is not what the pointers say. Sets
+ * `check.unvouched` when an event applied was read apart from the log's end and carries no key
+ * that the checkpoint names.
+ */
+async function applyCheckpoint(
+  log: ColdLog,
+  state: ThreadState,
+  check: { unvouched: boolean },
+  sessionId: string,
+  ns: string,
+  at: number,
+  writes: readonly SessionEvent[],
+  exact: boolean,
+): Promise<CheckpointRecord | undefined> {
+  const head = log.get(at);
+  const parsed = head === undefined ? undefined : parseRecord(sessionId, head);
+  if (parsed?.kind !== 'checkpoint' || parsed.checkpoint.ns !== ns || parsed.checkpoint.at === undefined)
+    return undefined;
+  const record = parsed.checkpoint;
+  const valueAt = record.at ?? {};
+  const pointed = [...Object.values(valueAt), ...(record.wat ?? [])];
+  // Values without a key (those of the checkpoint's own batch) are read with the stretch up to the
+  // log's end; keyed ones put long before, on their own.
+  // Values just before it (keyed or not) are read with the stretch up to the log's end too: one
+  // lookup from the end, where a single one in the middle of the log may cost a scan (JSONL).
+  const near = Object.values(valueAt).filter((seq) => seq < at && at - seq <= NEAR_CHECKPOINT);
+  if (near.length > 0 && !(await log.fetchFrom(Math.min(...near)))) return undefined;
+  if (!(await log.fetch(pointed))) return undefined;
+  const before = [...new Set(pointed)].filter((seq) => seq < at).map((seq) => log.get(seq)!);
+  for (const event of [...before.sort((a, b) => a.seq - b.seq), head!]) {
+    const found = parseRecord(sessionId, event);
+    if (found === undefined || !belongs(found, ns, record.id, event.seq === at)) continue;
+    state.apply(found, event.seq);
+  }
+  const ahead = new Set(record.wat ?? []);
+  for (const event of writes) {
+    const found = parseRecord(sessionId, event);
+    if (found !== undefined && belongs(found, ns, record.id, false)) {
+      // Writes stored ahead of the checkpoint's put were applied with it (its `wat`).
+      if (ahead.has(event.seq)) continue;
+      if (log.isLoose(event.seq)) check.unvouched = true;
+      state.apply(found, event.seq);
+    } else if (exact) return undefined;
   }
   // Each pointed value must be the one the checkpoint names (a log rewritten between the lookups
-  // would point elsewhere): else fold.
+  // would point elsewhere, or hold another value there): else fold.
   for (const [ch, seq] of Object.entries(valueAt)) {
     const blob = state.channelBlob(ns, record, ch);
     if (blob === undefined || state.seqOf(blob) !== seq) return undefined;
+    const key = record.ak?.[ch];
+    if (key !== undefined && blob.k !== key) return undefined;
+    if (key === undefined && log.isLoose(seq)) check.unvouched = true;
   }
-  return { kind: 'found', state, last };
-}
-
-/** Newest events read in the first lookup: a step's batches (values, checkpoint, writes) fit. */
-const WINDOW = 24;
-
-/** True when the log's last event is still `last`. */
-async function stillLast(store: SessionStore, sessionId: string, last: SessionEvent): Promise<boolean> {
-  const now = await lastEvent(store, sessionId);
-  return now?.seq === last.seq && now.time === last.time && now.type === last.type && sameData(now, last);
-}
-
-function sameData(a: SessionEvent, b: SessionEvent): boolean {
-  return JSON.stringify(a.data) === JSON.stringify(b.data);
+  for (const seq of record.wat ?? []) if (log.isLoose(seq)) check.unvouched = true;
+  return record;
 }
 
 /** The records a tuple of checkpoint `id` needs: its channel values, itself, and its pending writes. */
@@ -102,71 +165,4 @@ function belongs(record: ThreadRecord, ns: string, id: string, isCheckpoint: boo
     case 'boundary':
       return false;
   }
-}
-
-/** The events at `seqs` (ascending, once each); `undefined` when one is missing. */
-async function readSeqs(
-  store: SessionStore,
-  sessionId: string,
-  seqs: readonly number[],
-): Promise<SessionEvent[] | undefined> {
-  const wanted = [...new Set(seqs)].sort((a, b) => a - b);
-  const events: SessionEvent[] = [];
-  // Neighbouring seqs are read as one range (a step's channel values sit side by side).
-  for (let i = 0; i < wanted.length; ) {
-    let j = i;
-    while (j + 1 < wanted.length && wanted[j + 1]! - wanted[j]! <= 4) j += 1;
-    const range = await readRange(store, sessionId, wanted[i]!, wanted[j]!);
-    if (range === undefined) return undefined;
-    const keep = new Set(wanted.slice(i, j + 1));
-    const found = range.filter((e) => keep.has(e.seq));
-    if (found.length !== keep.size) return undefined;
-    events.push(...found);
-    i = j + 1;
-  }
-  return events;
-}
-
-/** Events `fromSeq`..`toSeq`; `undefined` when the session is gone. */
-async function readRange(
-  store: SessionStore,
-  sessionId: string,
-  fromSeq: number,
-  toSeq: number,
-): Promise<SessionEvent[] | undefined> {
-  const events: SessionEvent[] = [];
-  try {
-    for await (const event of store.read(sessionId, { fromSeq, toSeq })) events.push(event);
-  } catch (error) {
-    if (isTidemarkError(error, 'NOT_FOUND')) return undefined;
-    throw error;
-  }
-  return events;
-}
-
-/** The last `n` events of the log, `null` when the session does not exist. */
-async function lastEvents(store: SessionStore, sessionId: string, n: number): Promise<SessionEvent[] | null> {
-  const events: SessionEvent[] = [];
-  try {
-    for await (const event of store.read(sessionId, { last: n })) events.push(event);
-  } catch (error) {
-    if (isTidemarkError(error, 'NOT_FOUND')) return null;
-    throw error;
-  }
-  return events;
-}
-
-/** The log's last event (one indexed lookup on SQLite and PostgreSQL), `null` when the session does not exist. */
-export async function lastEvent(
-  store: SessionStore,
-  sessionId: string,
-): Promise<SessionEvent | null | undefined> {
-  let last: SessionEvent | undefined;
-  try {
-    for await (const event of store.read(sessionId, { last: 1 })) last = event;
-  } catch (error) {
-    if (isTidemarkError(error, 'NOT_FOUND')) return null;
-    throw error;
-  }
-  return last;
 }

@@ -29,6 +29,12 @@ export interface BlobRecord {
   ver: Version;
   value?: SerializedValue;
   owner?: string;
+  /**
+   * A random key of the batch that stored the value, which checkpoints pointing at it repeat
+   * (`ak`): a new process that reads the value by its seq knows it is this very one, not another
+   * log's at the same seq.
+   */
+  k?: string;
 }
 
 /** One checkpoint, without its channel values (rebuilt from the blobs on read). */
@@ -50,8 +56,21 @@ export interface CheckpointRecord {
    * written before it was added (such threads are folded).
    */
   at?: Record<string, number>;
+  /**
+   * The `k` of each blob `at` names outside the checkpoint's own batch (channels whose blob has
+   * one): a value put long before is read on its own, and its key says it is the one named.
+   */
+  ak?: Record<string, string>;
   /** Seqs of the pending writes stored for this checkpoint before it (writes that overtook its put). */
   wat?: number[];
+  /**
+   * The seq of the checkpoint before this one in its namespace (by id; -1: none), set only while
+   * the namespace is one chain (see {@link ThreadRecord} `chain`): lets a new process list the
+   * newest checkpoints without folding the thread.
+   */
+  prev?: number;
+  /** With `prev`: the seqs of the pending writes of that previous checkpoint (all of them). */
+  pw?: number[];
 }
 
 /** One pending write of a task. `idx` is negative for the special writes (errors, interrupts). */
@@ -77,7 +96,7 @@ export type ThreadRecord =
   | { kind: 'blob'; blob: BlobRecord }
   | { kind: 'checkpoint'; checkpoint: CheckpointRecord }
   | { kind: 'writes'; writes: WritesRecord }
-  | { kind: 'boundary'; batch: string; latest?: LatestIndex };
+  | { kind: 'boundary'; batch: string; latest?: LatestIndex; chain?: string[] };
 
 /**
  * Carried by each batch's boundary: per namespace, the seq of the event holding its latest
@@ -86,6 +105,12 @@ export type ThreadRecord =
  * always says where its latest checkpoint is.
  */
 export type LatestIndex = Record<string, number>;
+
+// `chain` of a boundary: the namespaces (of its `latest`) that are one chain once the batch is in:
+// every checkpoint put in ascending id order, each naming the one before (`prev`) and all of that
+// one's pending writes (`pw`), and no pending write stored for a stored checkpoint other than the
+// latest of its namespace (writes ahead of their checkpoint's put are named by its `wat`). Walking `prev` from the latest then meets every checkpoint newest first, with
+// all its writes, as a fold gives them.
 
 /** The `data` of an event holding `record` (the boundary carries its batch id). */
 export function recordData(record: ThreadRecord): JsonValue {
@@ -100,9 +125,11 @@ export function recordData(record: ThreadRecord): JsonValue {
         writes: record.writes.writes.map((w) => ({ ...w })),
       } as unknown as JsonValue;
     case 'boundary':
-      return record.latest === undefined
-        ? { langgraphBatch: record.batch }
-        : { langgraphBatch: record.batch, langgraphLatest: { ...record.latest } };
+      return {
+        langgraphBatch: record.batch,
+        ...(record.latest !== undefined && { langgraphLatest: { ...record.latest } }),
+        ...(record.chain !== undefined && record.chain.length > 0 && { langgraphChain: [...record.chain] }),
+      };
   }
 }
 
@@ -124,12 +151,35 @@ function isSeqMap(v: unknown): v is Record<string, number> {
   return isObject(v) && Object.values(v).every(isSeq);
 }
 
+function isStringMap(v: unknown): v is Record<string, string> {
+  return isObject(v) && Object.values(v).every((s) => typeof s === 'string');
+}
+
 function isVersionMap(v: unknown): v is Record<string, Version> {
   return isObject(v) && Object.values(v).every(isVersion);
 }
 
 function isWriteEntry(v: unknown): v is WriteEntry {
   return isObject(v) && Number.isInteger(v.idx) && typeof v.ch === 'string' && isSerialized(v.value);
+}
+
+/**
+ * A checkpoint with its hints of where things are (`at`, `ak`, `wat`, `prev`, `pw`), or without
+ * them when one does not have its shape: a hint is never trusted blindly (the thread is folded).
+ */
+function withValidHints(checkpoint: CheckpointRecord): CheckpointRecord {
+  const data = checkpoint as unknown as Fields;
+  if (
+    (data.at !== undefined && !isSeqMap(data.at)) ||
+    (data.ak !== undefined && !isStringMap(data.ak)) ||
+    (data.wat !== undefined && !isSeqList(data.wat)) ||
+    (data.prev !== undefined && !isSeq(data.prev)) ||
+    (data.pw !== undefined && !isSeqList(data.pw))
+  ) {
+    const { at: _at, ak: _ak, wat: _wat, prev: _prev, pw: _pw, ...rest } = checkpoint;
+    return rest;
+  }
+  return checkpoint;
 }
 
 /**
@@ -145,10 +195,12 @@ export function parseRecord(
   if (!type.startsWith('langgraph/')) {
     if (isObject(data) && typeof data.langgraphBatch === 'string') {
       const latest = data.langgraphLatest;
+      const chain = data.langgraphChain;
       // An index that does not have its shape is only a missing hint: the thread is folded instead.
-      return isSeqMap(latest)
-        ? { kind: 'boundary', batch: data.langgraphBatch, latest }
-        : { kind: 'boundary', batch: data.langgraphBatch };
+      if (!isSeqMap(latest)) return { kind: 'boundary', batch: data.langgraphBatch };
+      return Array.isArray(chain) && chain.every((ns) => typeof ns === 'string')
+        ? { kind: 'boundary', batch: data.langgraphBatch, latest, chain }
+        : { kind: 'boundary', batch: data.langgraphBatch, latest };
     }
     return undefined;
   }
@@ -163,7 +215,12 @@ export function parseRecord(
     ) {
       throw corrupt(sessionId, seq, 'malformed channel value');
     }
-    return { kind: 'blob', blob: data as unknown as BlobRecord };
+    const blob = data as unknown as BlobRecord;
+    if (blob.k !== undefined && typeof blob.k !== 'string') {
+      const { k: _k, ...rest } = blob;
+      return { kind: 'blob', blob: rest };
+    }
+    return { kind: 'blob', blob };
   }
   if (type === EVENT_TYPES.checkpoint) {
     const parentOk = data.parent === undefined || typeof data.parent === 'string';
@@ -180,13 +237,7 @@ export function parseRecord(
     ) {
       throw corrupt(sessionId, seq, 'malformed checkpoint');
     }
-    const checkpoint = data as unknown as CheckpointRecord;
-    // Hints of where things are: one that does not have its shape is dropped (the thread is folded).
-    if ((data.at !== undefined && !isSeqMap(data.at)) || (data.wat !== undefined && !isSeqList(data.wat))) {
-      const { at: _at, wat: _wat, ...rest } = checkpoint;
-      return { kind: 'checkpoint', checkpoint: rest };
-    }
-    return { kind: 'checkpoint', checkpoint };
+    return { kind: 'checkpoint', checkpoint: withValidHints(data as unknown as CheckpointRecord) };
   }
   if (type === EVENT_TYPES.writes) {
     const entriesOk = Array.isArray(data.writes) && data.writes.every(isWriteEntry);

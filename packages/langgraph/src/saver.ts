@@ -18,6 +18,7 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import { listAll, type SessionStore, TidemarkError } from '@tidemark/core';
 import { Handouts, NO_CHECKPOINT } from './handouts.js';
+import { coldListable, metadataMatches, selectCheckpoints } from './listing.js';
 import {
   type BlobRecord,
   type CheckpointRecord,
@@ -116,6 +117,13 @@ export class TidemarkSaver extends BaseCheckpointSaver {
     let remaining = limit ?? Number.POSITIVE_INFINITY;
     if (remaining <= 0) return;
     const threadId = threadIdOf(config);
+    const ns: unknown = config.configurable?.checkpoint_ns;
+    if (threadId !== undefined && typeof ns === 'string' && coldListable(config, options)) {
+      // The newest checkpoints of one namespace: a saver that does not hold the thread walks them
+      // back from the latest instead of folding it.
+      yield* this.listNewest(threadId, ns, config, options, remaining);
+      return;
+    }
     const threads = threadId === undefined ? this.listThreads() : oneThread(threadId);
     for await (const thread of threads) {
       const wanted =
@@ -132,6 +140,33 @@ export class TidemarkSaver extends BaseCheckpointSaver {
         if (remaining <= 0) return;
       }
     }
+  }
+
+  /** `list` of the newest `limit` checkpoints of one namespace of a thread (no filter, no `before`). */
+  private async *listNewest(
+    threadId: string,
+    ns: string,
+    config: RunnableConfig,
+    options: CheckpointListOptions,
+    limit: number,
+  ): AsyncGenerator<CheckpointTuple> {
+    const sessionId = sessionIdOfThread(threadId);
+    const select = (state: ThreadState) => selectCheckpoints(state, threadId, config, options, limit);
+    const { gathered, cold } = await this.log.readNewest(threadId, sessionId, ns, limit, (state, cold) => ({
+      gathered: select(state),
+      cold,
+    }));
+    const memo = new ValueMemo();
+    const tuples: CheckpointTuple[] = [];
+    for (const candidate of gathered) tuples.push(await this.materialize(candidate, memo));
+    // A checkpoint older than format 4 takes its parent's pending sends, which a walk may not hold.
+    if (cold && tuples.some((tuple) => tuple.checkpoint.v < 4 && tuple.parentConfig !== undefined)) {
+      const folded = await this.log.read(threadId, sessionId, select);
+      const again = new ValueMemo();
+      for (const candidate of folded) yield await this.materialize(candidate, again);
+      return;
+    }
+    yield* tuples;
   }
 
   /** Stores a checkpoint and the channel values of `newVersions` as one batch. */
@@ -345,43 +380,6 @@ export class TidemarkSaver extends BaseCheckpointSaver {
 
 async function* oneThread(threadId: string): AsyncGenerator<string> {
   yield threadId;
-}
-
-/** The candidates `list` considers in one thread, newest first (at most `wanted`). */
-function selectCheckpoints(
-  state: ThreadState,
-  threadId: string,
-  config: RunnableConfig,
-  options: CheckpointListOptions,
-  wanted: number,
-): GatheredTuple[] {
-  const nsFilter = config.configurable?.checkpoint_ns;
-  const idFilter = getCheckpointId(config);
-  const beforeId = options.before === undefined ? undefined : getCheckpointId(options.before) || undefined;
-  const namespaces = typeof nsFilter === 'string' ? [nsFilter] : state.namespaces();
-  const candidates: { ns: string; record: CheckpointRecord }[] = [];
-  for (const ns of namespaces) {
-    for (const record of state.newestFirst(ns, beforeId)) {
-      if (idFilter && record.id !== idFilter) continue;
-      candidates.push({ ns, record });
-    }
-  }
-  // Namespaces interleave by checkpoint id, newest first, as one thread's history (one namespace
-  // comes newest first already).
-  if (namespaces.length > 1)
-    candidates.sort((a, b) =>
-      a.record.id < b.record.id ? 1 : a.record.id > b.record.id ? -1 : a.ns < b.ns ? -1 : 1,
-    );
-  return candidates.slice(0, wanted).map(({ ns, record }) => gatherTuple(state, threadId, ns, record));
-}
-
-function metadataMatches(metadata: CheckpointMetadata | undefined, filter: Record<string, unknown>): boolean {
-  const fields = (metadata ?? {}) as Record<string, unknown>;
-  return Object.entries(filter).every(([key, value]) => {
-    const actual = fields[key];
-    if (actual === value) return true;
-    return typeof value === 'object' && value !== null && JSON.stringify(actual) === JSON.stringify(value);
-  });
 }
 
 function threadIdOf(config: RunnableConfig): string | undefined {

@@ -5,6 +5,7 @@
 // with an explicit seq; CONFLICT means another writer got there first, and the batch is planned
 // again from the new state, which may refuse it.
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   isTidemarkError,
   KeyedQueue,
@@ -13,7 +14,7 @@ import {
   TidemarkError,
 } from '@tidemark/core';
 import { indexBatch } from './batch-index.js';
-import { lastEvent, readLatestCold } from './cold-read.js';
+import { lastEvent, readNewestCold } from './cold-read.js';
 import { parseRecord, recordData, type ThreadRecord } from './records.js';
 import { isHashedSessionId } from './thread-ids.js';
 import { ThreadState } from './thread-state.js';
@@ -36,6 +37,12 @@ interface SyncResult {
 
 /** Appends tried per write before a CONFLICT is handed to the caller (others keep appending). */
 const MAX_WRITE_ATTEMPTS = 4;
+
+/**
+ * First wait before appending again after a refusal that left the log as it was, doubled each
+ * time: 50 + 100 + 200 ms outlast the 250 ms a JSONL writer holds an idle thread by default.
+ */
+const HELD_RETRY_MS = 50;
 
 /** Summary attribute naming the thread a session belongs to. */
 export const THREAD_ATTR = 'langgraphThread';
@@ -70,10 +77,24 @@ export class ThreadLog {
     ns: string,
     fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
   ): Promise<T> {
+    return this.readNewest(threadId, sessionId, ns, 1, fn);
+  }
+
+  /**
+   * As {@link ThreadLog.readLatest}, with a state holding at least the newest `limit` checkpoints
+   * of `ns` (a thread not held is walked back through the `prev` pointers of its checkpoints).
+   */
+  readNewest<T>(
+    threadId: string,
+    sessionId: string,
+    ns: string,
+    limit: number,
+    fn: (state: ThreadState, cold: boolean) => Promise<T> | T,
+  ): Promise<T> {
     return this.queue.run(sessionId, async () => {
       const cached = this.cache.get(sessionId);
       if (cached === undefined && !isHashedSessionId(sessionId)) {
-        const cold = await readLatestCold(this.store, sessionId, ns);
+        const cold = await readNewestCold(this.store, sessionId, ns, limit);
         if (cold !== undefined) return fn(cold.kind === 'found' ? cold.state : new ThreadState(), true);
       }
       const { entry } = await this.sync(threadId, sessionId, cached);
@@ -118,11 +139,17 @@ export class ThreadLog {
             this.cache.delete(sessionId);
             throw error;
           }
+          const before = entry.last;
           const synced = await this.sync(threadId, sessionId, entry);
           entry = synced.entry;
           if (entry.state.hasBatch(batch)) return;
           if (attempt >= MAX_WRITE_ATTEMPTS - 1)
             throw concurrentWriter(threadId, sessionId, synced.replaced, error);
+          // Refused while the log stayed as it was: another process holds the thread for writing
+          // (a JSONL writer lock, released once that writer is idle). Trying again at once would
+          // only be refused again.
+          if (!synced.replaced && entry.last?.seq === before?.seq && entry.last?.print === before?.print)
+            await delay(HELD_RETRY_MS * 2 ** attempt);
         }
       }
     });
@@ -182,9 +209,10 @@ export class ThreadLog {
     cached: CachedThread | undefined,
   ): Promise<SyncResult> {
     if (cached?.last !== undefined) {
-      // One lookup of the last event (from the end of the file on JSONL) usually settles it: the
-      // same event as the last one folded means the same log, and nothing after it.
-      const newest = await lastEvent(this.store, sessionId);
+      // One lookup of the last event (from the end of the file on JSONL), no further back than the
+      // last one folded, usually settles it: the same event as the last one folded means the same
+      // log, and nothing after it.
+      const newest = await lastEvent(this.store, sessionId, cached.last.seq);
       if (newest?.seq === cached.last.seq && fingerprint(newest) === cached.last.print) {
         this.remember(sessionId, cached);
         return { entry: cached, replaced: false };

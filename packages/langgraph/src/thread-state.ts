@@ -74,6 +74,8 @@ export class ThreadState {
   private readonly seqs = new WeakMap<object, number>();
   /** Seqs of the writes events of each checkpoint, by namespace, then checkpoint id. */
   private readonly writesSeqs = new Map<string, Map<string, number[]>>();
+  /** Namespaces that stopped being one chain (see `chain` in records.ts); once out, never back. */
+  private readonly unchained = new Set<string>();
 
   /** Applies one record, stored in the event `seq`. */
   apply(record: ThreadRecord, seq: number): void {
@@ -99,11 +101,16 @@ export class ThreadState {
         return;
       }
       case 'checkpoint':
+        if (!this.links(record.checkpoint)) this.unchained.add(record.checkpoint.ns);
         this.applyCheckpoint(record.checkpoint);
         this.seqs.set(record.checkpoint, seq);
         return;
       case 'writes': {
         const { ns, cp, task, path } = record.writes;
+        // A write for a stored checkpoint other than the latest (a late one) is not one that `pw`
+        // of the next checkpoint names: the chain ends here. A write ahead of its checkpoint's put
+        // is named by that checkpoint's `wat`.
+        if (this.latest(ns)?.id !== cp && this.checkpoint(ns, cp) !== undefined) this.unchained.add(ns);
         getOrSet(
           getOrSet(this.writesSeqs, ns, () => new Map<string, number[]>()),
           cp,
@@ -116,6 +123,30 @@ export class ThreadState {
         this.batches.add(record.batch);
         return;
     }
+  }
+
+  /** True when `checkpoint`, about to be applied, continues its namespace's chain. */
+  private links(checkpoint: CheckpointRecord): boolean {
+    const { ns, prev, pw } = checkpoint;
+    if (prev === undefined || this.unchained.has(ns)) return false;
+    const before = this.latest(ns);
+    if (before === undefined) return prev === -1 && (pw?.length ?? 0) === 0;
+    const writes = this.writesEventSeqs(ns, before.id);
+    return (
+      checkpoint.id > before.id &&
+      prev === this.seqOf(before) &&
+      (pw?.length ?? 0) === writes.length &&
+      writes.every((seq, i) => pw![i] === seq)
+    );
+  }
+
+  /**
+   * True while `ns` is one chain: every checkpoint put in ascending id order naming the one before
+   * and all its writes, and no write for a stored checkpoint other than the latest (true for a
+   * namespace not seen).
+   */
+  isChain(ns: string): boolean {
+    return !this.unchained.has(ns);
   }
 
   private applyCheckpoint(checkpoint: CheckpointRecord): void {

@@ -23,6 +23,12 @@ export interface SerializedValue {
 /** Values this long (bytes) and longer are deflated when that saves at least a fifth. */
 const DEFLATE_FROM = 1024;
 
+/**
+ * Output chunk of inflating a value: zlib's default (16 KiB) makes a large value several chunks
+ * joined by one more copy; a value deflated is at least {@link DEFLATE_FROM} bytes.
+ */
+const INFLATE_CHUNK = 128 * 1024;
+
 /** Nesting kept well under a store's `maxDepth` (256 by default) with room for the event around it. */
 const MAX_J_DEPTH = 64;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -83,7 +89,7 @@ function depth(value: JsonValue, level: number): number {
 export function decodeBytes(value: SerializedValue): Uint8Array {
   const decoded =
     value.z !== undefined
-      ? inflateRawSync(Buffer.from(value.z, 'base64'))
+      ? inflateRawSync(Buffer.from(value.z, 'base64'), { chunkSize: INFLATE_CHUNK })
       : value.b !== undefined
         ? Buffer.from(value.b, 'base64')
         : Buffer.from(value.s ?? JSON.stringify(value.j ?? null), 'utf8');

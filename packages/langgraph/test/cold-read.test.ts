@@ -2,6 +2,9 @@
 // last batch (no `load`, no fold) and gives exactly the tuple a fold gives: after every step of a
 // real graph (parallel tasks, Send, an interrupt left pending, a fork), for the root namespace and
 // for a namespace without checkpoints; logs written before the pointers existed are folded as before.
+// A cold `list` with a limit walks the newest checkpoints back by their `prev` pointers and gives
+// what a fold gives; a namespace that stopped being one chain is folded. A log deleted and
+// rewritten between a cold read's lookups is never mixed with the one it replaced.
 
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, Command, END, interrupt, Send, START, StateGraph } from '@langchain/langgraph';
@@ -57,8 +60,13 @@ const config = (thread: string, ns = ''): RunnableConfig => ({
 /** The latest tuple as a fold gives it: a saver that folded the thread (by a read naming a checkpoint). */
 async function folded(store: SessionStore, thread: string, ns = '') {
   const saver = new TidemarkSaver(store);
-  const [latest] = await collect(saver.list(config(thread, ns), { limit: 1 }));
+  const [latest] = await collect(saver.list(config(thread, ns)));
   return latest === undefined ? undefined : saver.getTuple(latest.config);
+}
+
+/** The newest `limit` tuples as a fold gives them (a `list` without a limit folds the thread). */
+async function foldedList(store: SessionStore, thread: string, limit: number, ns = '') {
+  return (await collect(new TidemarkSaver(store).list(config(thread, ns)))).slice(0, limit);
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -104,7 +112,85 @@ describe.each([memory, sqlite] as Backend[])('a cold getTuple on $name', (backen
       expect(loads(), `after event ${end}`).toBe(0);
       expect(cold, `after event ${end}`).toEqual(await folded(copy.store, thread));
       expect(cold).toBeDefined();
+      for (const limit of [1, 3, 100]) {
+        const list = await collect(new TidemarkSaver(counted).list(config(thread), { limit }));
+        expect(list, `list ${limit} after event ${end}`).toEqual(await foldedList(copy.store, thread, limit));
+      }
+      // Every batch of this graph keeps the namespace one chain: no list above folded.
+      expect(loads(), `after event ${end}`).toBe(0);
     }
+  });
+
+  it('folds for a cold list once a write went to a checkpoint other than the latest, and lists as a fold', async () => {
+    const store = await backend.open();
+    opened.push(store);
+    const saver = new TidemarkSaver(store.store);
+    await buildGraph(saver).invoke({ log: ['in'] }, config('late'));
+    const [, older] = await collect(saver.list(config('late')));
+    // A task's write for an earlier checkpoint, chosen explicitly (a late write).
+    await saver.putWrites(older!.config, [['log', ['late']]], 'late-task');
+    const { store: counted, loads } = counting(store.store);
+    const cold = await collect(new TidemarkSaver(counted).list(config('late'), { limit: 3 }));
+    expect(loads()).toBe(1);
+    expect(cold).toEqual(await foldedList(store.store, 'late', 3));
+    expect(cold[1]?.pendingWrites).toContainEqual(['late-task', 'log', ['late']]);
+  });
+
+  it('never mixes a log with the one that replaced it between two lookups of a cold read', async () => {
+    // Two threads of the same shape whose one large value differs: the same seqs hold the same
+    // kinds of records, so only the blobs' keys tell one log from the other.
+    const source = await backend.open();
+    opened.push(source);
+    const bigGraph = (saver: TidemarkSaver, big: string) =>
+      new StateGraph(State)
+        .addNode('start', () => ({ log: ['start'], big }))
+        .addNode('one', () => ({ log: ['one'] }))
+        .addNode('two', () => ({ log: ['two'] }))
+        .addNode('three', () => ({ log: ['three'] }))
+        .addEdge(START, 'start')
+        .addEdge('start', 'one')
+        .addEdge('one', 'two')
+        .addEdge('two', 'three')
+        .addEdge('three', END)
+        .compile({ checkpointer: saver });
+    await bigGraph(new TidemarkSaver(source.store), 'a'.repeat(3_000)).invoke({ log: [] }, config('a'));
+    await bigGraph(new TidemarkSaver(source.store), 'b'.repeat(3_000)).invoke({ log: [] }, config('b'));
+    const a = await source.store.load(sessionIdOfThread('a'));
+    const b = await source.store.load(sessionIdOfThread('b'));
+    expect(b.events.map((e) => e.type)).toEqual(a.events.map((e) => e.type));
+    const target = await backend.open();
+    opened.push(target);
+    const id = sessionIdOfThread('t');
+    const write = async (events: SessionEvent[]) => {
+      await target.store.create({ id });
+      await target.store.update(id, { attrs: { langgraphThread: 't' } });
+      await target.store.append(id, events);
+    };
+    await write(a.events);
+    // After the cold read's first lookup, the log is deleted and rewritten to the same length.
+    let reads = 0;
+    const swapping = new Proxy(target.store, {
+      get(store, key) {
+        if (key === 'read') {
+          return (sessionId: string, range?: Parameters<SessionStore['read']>[1]) => ({
+            async *[Symbol.asyncIterator]() {
+              reads += 1;
+              if (reads === 2) {
+                await store.delete(id);
+                await write(b.events);
+              }
+              yield* store.read(sessionId, range);
+            },
+          });
+        }
+        const value = Reflect.get(store, key);
+        return typeof value === 'function' ? value.bind(store) : value;
+      },
+    });
+    const tuple = await new TidemarkSaver(swapping).getTuple(config('t'));
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(tuple?.checkpoint.channel_values.big).toBe('b'.repeat(3_000));
+    expect(tuple?.checkpoint.id).toBe((await folded(target.store, 't'))?.checkpoint.id);
   });
 
   it('answers undefined for a namespace without checkpoints while another has one, and for a missing thread', async () => {
@@ -149,6 +235,7 @@ describe('a log written before the pointers existed', () => {
 
 function withoutPointers(event: SessionEvent): SessionEvent {
   const data = event.data as Record<string, unknown>;
-  const { at: _at, wat: _wat, langgraphLatest: _latest, ...rest } = data;
-  return { ...event, data: rest as SessionEvent['data'] };
+  const { at: _at, ak: _ak, wat: _wat, prev: _prev, pw: _pw, k: _k, ...rest } = data;
+  const { langgraphLatest: _latest, langgraphChain: _chain, ...plain } = rest;
+  return { ...event, data: plain as SessionEvent['data'] };
 }

@@ -12,6 +12,7 @@ import type {
   ChannelVersions,
   Checkpoint,
   CheckpointMetadata,
+  CheckpointTuple,
   PendingWrite,
 } from '@langchain/langgraph-checkpoint';
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
@@ -20,6 +21,7 @@ import { TidemarkSaver } from '../src/index.js';
 /** The one thread of the workload (a space and a slash: the encoded session-id form). */
 export const THREAD = 'fault sweep/1';
 const CONFIG = { configurable: { thread_id: THREAD } };
+const ROOT_CONFIG = { configurable: { thread_id: THREAD, checkpoint_ns: '' } };
 const NODES = new Set(['plan', 'a', 'b', 'finish']);
 
 const State = Annotation.Root({
@@ -226,24 +228,39 @@ export async function checkLatest(
 
 /**
  * A new saver's latest checkpoint (read through the pointers of the last batch, without folding)
- * is the one a fold of the whole log gives, with the same values and pending writes.
+ * is the one a fold of the whole log gives, with the same values and pending writes; and a new
+ * saver's `list` of the newest checkpoints (walked back by their pointers) is the fold's.
  */
 export async function checkColdMatchesFold(store: SessionStore, where: string): Promise<string[]> {
   try {
     const cold = await new TidemarkSaver(store).getTuple(CONFIG);
     const folding = new TidemarkSaver(store);
-    let folded: Awaited<ReturnType<BaseCheckpointSaver['getTuple']>>;
-    for await (const tuple of folding.list(CONFIG, { limit: 1 }))
-      folded = await folding.getTuple(tuple.config);
+    const all: CheckpointTuple[] = [];
+    // A list without a limit folds the thread.
+    for await (const tuple of folding.list(ROOT_CONFIG)) all.push(tuple);
+    const folded = all[0] === undefined ? undefined : await folding.getTuple(all[0].config);
     if (!isDeepStrictEqual(cold, folded))
       return [
         `${where}: the cold read gives ${cold?.checkpoint.id ?? 'none'}, a fold ${folded?.checkpoint.id ?? 'none'} (or other values)`,
+      ];
+    const coldList: CheckpointTuple[] = [];
+    for await (const tuple of new TidemarkSaver(store).list(ROOT_CONFIG, { limit: COLD_LIST }))
+      coldList.push(tuple);
+    if (!isDeepStrictEqual(coldList, all.slice(0, COLD_LIST)))
+      return [
+        `${where}: a cold list of ${COLD_LIST} gives ${coldList.map((t) => t.checkpoint.id).join(', ')}, a fold ${all
+          .slice(0, COLD_LIST)
+          .map((t) => t.checkpoint.id)
+          .join(', ')} (or other values)`,
       ];
     return [];
   } catch (error) {
     return [`${where}: a cold read or a fold rejected: ${describe(error)}`];
   }
 }
+
+/** Checkpoints a cold `list` reads in {@link checkColdMatchesFold}. */
+const COLD_LIST = 4;
 
 /** Runs the thread on from wherever it is (resume an interrupt, finish pending tasks) to its end. */
 async function driveToEnd(graph: ReturnType<typeof buildGraph>): Promise<void> {

@@ -145,4 +145,33 @@ describe('TidemarkSaver', () => {
     expect(latest?.config).toEqual(first);
     expect(latest?.checkpoint.channel_values).toEqual({ a: 1 });
   });
+
+  it('waits before appending again while another writer holds the thread, and stores the batch once it lets go', async () => {
+    // As a JSONL store answers while another process holds the session's writer lock (until that
+    // writer has been idle for 250 ms): CONFLICT, the log unchanged.
+    const inner = await openMemoryStore();
+    let heldUntil = 0;
+    let refused = 0;
+    const store: SessionStore = Object.create(inner, {
+      append: {
+        value: (id: string, events: readonly SessionEvent[]) => {
+          if (performance.now() < heldUntil) {
+            refused += 1;
+            return Promise.reject(
+              new TidemarkError('CONFLICT', 'held by another writer', { retryable: true }),
+            );
+          }
+          return inner.append(id, events);
+        },
+      },
+    });
+    const saver = new TidemarkSaver(store);
+    const first = await saver.put({ configurable: { thread_id: 't' } }, checkpoint({}, {}), meta, {});
+    heldUntil = performance.now() + 250;
+    const second = await saver.put(first, checkpoint({ a: 1 }, { a: 1 }), meta, { a: 1 });
+    expect(refused).toBeGreaterThan(0);
+    const latest = await new TidemarkSaver(inner).getTuple({ configurable: { thread_id: 't' } });
+    expect(latest?.config).toEqual(second);
+    expect(latest?.checkpoint.channel_values).toEqual({ a: 1 });
+  });
 });
