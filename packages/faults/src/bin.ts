@@ -5,13 +5,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type HarnessArgs, parseHarnessArgs } from './args.js';
-import type { HarnessDriver } from './driver.js';
-import { jsonlDriver, sqliteDriver } from './drivers.js';
+import type { HarnessDriver } from './drivers/driver.js';
+import { jsonlDriver, sqliteDriver } from './drivers/drivers.js';
 import { runFaultHarness } from './harness.js';
-import { memoryDriver } from './memory-driver.js';
+import { memoryDriver } from './drivers/memory-driver.js';
 import { replayRun } from './replay.js';
-import { formatReportMarkdown, formatReportTable } from './report.js';
-import { formatReportHtml } from './report-html.js';
+import { formatReportMarkdown, formatReportTable } from './report/report.js';
+import { formatReportHtml } from './report/report-html.js';
 import { postgresDriver } from './server/pg-driver.js';
 
 const DRIVERS: Record<string, () => HarnessDriver> = {

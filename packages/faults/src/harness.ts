@@ -1,16 +1,16 @@
-import { concurrentPairs } from './concurrent-pairs.js';
-import { concurrentProcesses } from './concurrent-real.js';
-import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
-import type { CrashStateLimits } from './crash-fs.js';
-import { damageSweepFs } from './damage.js';
-import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
-import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
-import type { SweepMode } from './mode.js';
-import { type RealFaultOptions, runRealFaults } from './real.js';
-import { removalSweepFs } from './removal-sweep.js';
-import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
-import { WRITE_PATH } from './write-path.js';
+import { concurrentPairs } from './sweeps/concurrent-pairs.js';
+import { concurrentProcesses } from './real/concurrent-real.js';
+import { concurrentCrashSweepFs, concurrentErrorSweep } from './sweeps/concurrent-sweeps.js';
+import type { CrashStateLimits } from './fs/crash-fs.js';
+import { damageSweepFs } from './sweeps/damage.js';
+import type { EngineHarnessDriver, HarnessDriver } from './drivers/driver.js';
+import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './fs/errno.js';
+import type { SweepMode } from './sweeps/mode.js';
+import { type RealFaultOptions, runRealFaults } from './real/real.js';
+import { removalSweepFs } from './sweeps/removal-sweep.js';
+import { type BackendTotals, type HarnessReport, ReportBuilder } from './report/report.js';
+import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps/sweeps.js';
+import { WRITE_PATH } from './workload/write-path.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {

@@ -9,20 +9,20 @@ import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SessionStore } from '@tidemark/core';
-import { killEventType } from './child-protocol.js';
-import type { EngineCheckSuite, ServerFaultContext } from './driver.js';
-import type { WorkloadModel } from './model.js';
-import type { PowerLossRequest } from './powerloss-child.js';
+import { killEventType } from './real/child-protocol.js';
+import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
+import type { WorkloadModel } from './verdicts/model.js';
+import type { PowerLossRequest } from './real/powerloss-child.js';
 import {
   type DiskSnapshot,
   enumerateCrashChoices,
   materializeTraced,
   stateSignature,
   TracedDisk,
-} from './powerloss-disk.js';
-import { AckLedger } from './powerloss-ledger.js';
-import type { ReportBuilder } from './report.js';
-import { Checker, type RunOutcome } from './runner.js';
+} from './trace/powerloss-disk.js';
+import { AckLedger } from './trace/powerloss-ledger.js';
+import type { ReportBuilder } from './report/report.js';
+import { Checker, type RunOutcome } from './workload/runner.js';
 import {
   type DurabilityMode,
   openFromSpec,
@@ -30,8 +30,8 @@ import {
   type SqliteOpenSpec,
   scratchDir,
 } from './sqlite-settings.js';
-import { straceWorks, type TraceOp, traceChild } from './syscall-trace.js';
-import { sessionId, workloadEvent } from './workload.js';
+import { straceWorks, type TraceOp, traceChild } from './trace/syscall-trace.js';
+import { sessionId, workloadEvent } from './workload/workload.js';
 
 /** The report row of the sweep. */
 export const POWER_LOSS_CELL = 'power loss (syscall trace)';
@@ -39,8 +39,8 @@ export const POWER_LOSS_CELL = 'power loss (syscall trace)';
 /** Path of the built power-loss child (like `childScriptPath`: from src/ in tests, beside us in dist/). */
 export function powerLossChildPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, 'powerloss-child.js');
-  return existsSync(beside) ? beside : join(here, '..', 'dist', 'powerloss-child.js');
+  const beside = join(here, 'real', 'powerloss-child.js');
+  return existsSync(beside) ? beside : join(here, '..', 'dist', 'real', 'powerloss-child.js');
 }
 
 /** Options of {@link sqlitePowerLoss}. */

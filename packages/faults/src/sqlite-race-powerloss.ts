@@ -7,14 +7,14 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CONCURRENT_CELL, checkRacersAfter, RACE_SESSIONS } from './concurrent.js';
-import { RaceModel, raceEvents } from './concurrent-model.js';
-import { spread } from './concurrent-sweeps.js';
-import type { EngineCheckSuite, ServerFaultContext } from './driver.js';
-import { modeClass } from './mode.js';
-import { enumerateCrashChoices, materializeTraced, stateSignature, TracedDisk } from './powerloss-disk.js';
-import type { RaceTraceRequest } from './race-trace-child.js';
-import { Checker } from './runner.js';
+import { CONCURRENT_CELL, checkRacersAfter, RACE_SESSIONS } from './workload/concurrent.js';
+import { RaceModel, raceEvents } from './verdicts/concurrent-model.js';
+import { spread } from './sweeps/concurrent-sweeps.js';
+import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
+import { modeClass } from './sweeps/mode.js';
+import { enumerateCrashChoices, materializeTraced, stateSignature, TracedDisk } from './trace/powerloss-disk.js';
+import type { RaceTraceRequest } from './real/race-trace-child.js';
+import { Checker } from './workload/runner.js';
 import { isCrashPoint, writeState } from './sqlite-powerloss.js';
 import {
   type DurabilityMode,
@@ -23,8 +23,8 @@ import {
   type SqliteOpenSpec,
   scratchDir,
 } from './sqlite-settings.js';
-import { straceWorks, traceChild } from './syscall-trace.js';
-import { canonicalEvent } from './workload.js';
+import { straceWorks, traceChild } from './trace/syscall-trace.js';
+import { canonicalEvent } from './workload/workload.js';
 
 /** The report row (with `[relaxed]` in that mode). */
 export const RACE_POWER_LOSS_CELL = `${CONCURRENT_CELL} (power loss, syscall trace)`;
@@ -35,8 +35,8 @@ export const QUICK_RACE_POWER_LOSS_POINTS = 4;
 /** Path of the built traced child (from src/ in tests, beside us in dist/). */
 export function raceTraceChildPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, 'race-trace-child.js');
-  return existsSync(beside) ? beside : join(here, '..', 'dist', 'race-trace-child.js');
+  const beside = join(here, 'real', 'race-trace-child.js');
+  return existsSync(beside) ? beside : join(here, '..', 'dist', 'real', 'race-trace-child.js');
 }
 
 /**

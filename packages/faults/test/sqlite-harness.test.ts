@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makeErrnoError } from '../src/errno.js';
+import { makeErrnoError } from '../src/fs/errno.js';
 import {
   formatReportTable,
   runEngineOnce,

@@ -11,7 +11,7 @@ import {
   WRITE_PATH_WORKLOAD,
   WritePathRun,
 } from '../src/index.js';
-import { modeClass, modeReplayId } from '../src/mode.js';
+import { modeClass, modeReplayId } from '../src/sweeps/mode.js';
 import { memoryAbandonDroppingFailedBatch } from './fixtures/broken-writer.js';
 
 describe('the write-path workload', () => {

@@ -3,10 +3,10 @@
 import { randomBytes } from 'node:crypto';
 import type { SessionStore } from '@tidemark/core';
 import pg from 'pg';
-import { WorkloadModel } from '../model.js';
-import type { ReportBuilder } from '../report.js';
-import { reopenAndVerify } from '../reread.js';
-import { Checker, runWorkload, type WorkloadRunOptions } from '../runner.js';
+import { WorkloadModel } from '../verdicts/model.js';
+import type { ReportBuilder } from '../report/report.js';
+import { reopenAndVerify } from '../verdicts/reread.js';
+import { Checker, runWorkload, type WorkloadRunOptions } from '../workload/runner.js';
 import { withConnection } from './server-actions.js';
 
 /** Options the harness passes to the store's factory (a subset of `openPostgresStore`'s). */

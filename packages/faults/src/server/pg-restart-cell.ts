@@ -3,8 +3,8 @@
 // all along, retrying each batch until it is acknowledged; after every restart each acknowledged
 // batch must load back byte for byte, nothing else may be there, and the store must write again.
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
-import { Checker } from '../runner.js';
-import { canonicalEvent, workloadEvent } from '../workload.js';
+import { Checker } from '../workload/runner.js';
+import { canonicalEvent, workloadEvent } from '../workload/workload.js';
 import type { PgEnv } from './pg-env.js';
 import { type PrivateCluster, startPrivateCluster } from './private-cluster.js';
 

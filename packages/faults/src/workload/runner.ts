@@ -5,7 +5,7 @@ import {
   type SessionStore,
   type TidemarkError,
 } from '@tidemark/core';
-import { compareLog, type ModelSession, type Violation, type WorkloadModel } from './model.js';
+import { compareLog, type ModelSession, type Violation, type WorkloadModel } from '../verdicts/model.js';
 import {
   AGENT_WORKLOAD,
   canonicalEvent,

@@ -1,5 +1,5 @@
-import type { StepInjector } from './driver.js';
-import { type ErrnoName, makeErrnoError } from './errno.js';
+import type { StepInjector } from '../drivers/driver.js';
+import { type ErrnoName, makeErrnoError } from '../fs/errno.js';
 
 /** The fault of an engine run (sweeps.ts's ErrorFault, which has these fields). */
 export interface StepFault {

@@ -2,7 +2,7 @@
 // configurations (contract §4: `durability: 'relaxed'` keeps only boundary batches through a
 // crash), and each promise must be crashed: the harness sweeps every mode a driver declares.
 import type { Durability } from '@tidemark/core';
-import type { WorkloadStep } from './workload.js';
+import type { WorkloadStep } from '../workload/workload.js';
 
 /**
  * A workload swept besides the driver's own (the write path): its rows and replay ids carry its

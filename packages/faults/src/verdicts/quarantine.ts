@@ -3,8 +3,8 @@
 // reopen is known exactly, against the disk the recovery left.
 import { posix } from 'node:path';
 import type { Volume } from 'memfs';
-import type { FsLayout } from './driver.js';
-import type { Checker } from './runner.js';
+import type { FsLayout } from '../drivers/driver.js';
+import type { Checker } from '../workload/runner.js';
 
 /** Every file under `dir` of a memfs volume, with its bytes. */
 export function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {

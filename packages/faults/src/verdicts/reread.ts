@@ -4,7 +4,7 @@
 // appends (verify.ts), closes, reopens and reads everything again, and compares with the model.
 import type { SessionStore } from '@tidemark/core';
 import { shownFields, type WorkloadModel } from './model.js';
-import { type Checker, checkList } from './runner.js';
+import { type Checker, checkList } from '../workload/runner.js';
 import { verifyAfterLift } from './verify.js';
 
 /**

@@ -5,15 +5,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject, SessionStore } from '@tidemark/core';
 import { type ChildRequest, killEventType, type SerializedSession } from './child-protocol.js';
-import type { HarnessDriver, RealFaultCase, RealFaultSupport } from './driver.js';
-import { WorkloadModel } from './model.js';
-import { probeStore } from './probe.js';
-import type { ReportBuilder } from './report.js';
-import { rereadAfterRecovery } from './reread.js';
-import { Checker, type RunOutcome, runWorkload } from './runner.js';
-import type { Progress } from './sweeps.js';
-import { verifyAfterLift } from './verify.js';
-import { canonicalEvent, sessionId, workloadEvent } from './workload.js';
+import type { HarnessDriver, RealFaultCase, RealFaultSupport } from '../drivers/driver.js';
+import { WorkloadModel } from '../verdicts/model.js';
+import { probeStore } from '../verdicts/probe.js';
+import type { ReportBuilder } from '../report/report.js';
+import { rereadAfterRecovery } from '../verdicts/reread.js';
+import { Checker, type RunOutcome, runWorkload } from '../workload/runner.js';
+import type { Progress } from '../sweeps/sweeps.js';
+import { verifyAfterLift } from '../verdicts/verify.js';
+import { canonicalEvent, sessionId, workloadEvent } from '../workload/workload.js';
 
 /** Options of {@link runRealFaults}. */
 export interface RealFaultOptions {
@@ -32,7 +32,7 @@ export function childScriptPath(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   // From src/ (tests) the built script is ../dist/child.js; from dist/ it is beside us.
   const beside = join(here, 'child.js');
-  return existsSync(beside) ? beside : join(here, '..', 'dist', 'child.js');
+  return existsSync(beside) ? beside : join(here, '..', '..', 'dist', 'real', 'child.js');
 }
 
 /** Starts a child process of the harness (child.ts) with `request`, collecting its stdout lines. */

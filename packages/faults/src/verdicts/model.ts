@@ -1,5 +1,5 @@
 import type { SessionEvent } from '@tidemark/core';
-import { canonicalEvent, sessionId } from './workload.js';
+import { canonicalEvent, sessionId } from '../workload/workload.js';
 
 /** What went wrong, in the terms of contract §7.4. */
 export type ViolationKind =

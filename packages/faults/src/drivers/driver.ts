@@ -7,8 +7,8 @@ import type {
   SessionWriter,
   WriterEventInput,
 } from '@tidemark/core';
-import type { ReportBuilder } from './report.js';
-import type { WorkloadStep } from './workload.js';
+import type { ReportBuilder } from '../report/report.js';
+import type { WorkloadStep } from '../workload/workload.js';
 
 /**
  * A backend that does all its file access through the core {@link FileSystem} port (like

@@ -3,8 +3,8 @@
 // same again, plus what was appended since.
 import type { SessionStore } from '@tidemark/core';
 import { type ModelSession, shownFields, type WorkloadModel } from './model.js';
-import { type Checker, checkList } from './runner.js';
-import { canonicalEvent, workloadEvent } from './workload.js';
+import { type Checker, checkList } from '../workload/runner.js';
+import { canonicalEvent, workloadEvent } from '../workload/workload.js';
 
 /** Options of {@link verifyAfterLift}. */
 export interface VerifyOptions {

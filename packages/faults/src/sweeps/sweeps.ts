@@ -7,21 +7,21 @@ import {
   crashStatesAt,
   enumerateCrashStates,
   materialize,
-} from './crash-fs.js';
-import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
-import type { ErrnoName } from './errno.js';
-import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
-import { memfsFileSystem } from './memfs-fs.js';
+} from '../fs/crash-fs.js';
+import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
+import type { ErrnoName } from '../fs/errno.js';
+import { type FaultPlan, FaultyFs, SYNC_OPS } from '../fs/faulty-fs.js';
+import { memfsFileSystem } from '../fs/memfs-fs.js';
 import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
-import { WorkloadModel } from './model.js';
-import { probeStore } from './probe.js';
-import { checkQuarantine, filesUnder } from './quarantine.js';
-import type { ReportBuilder } from './report.js';
-import { reopenAndVerify } from './reread.js';
-import { Checker, emptyOutcome, runWorkload } from './runner.js';
+import { WorkloadModel } from '../verdicts/model.js';
+import { probeStore } from '../verdicts/probe.js';
+import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
+import type { ReportBuilder } from '../report/report.js';
+import { reopenAndVerify } from '../verdicts/reread.js';
+import { Checker, emptyOutcome, runWorkload } from '../workload/runner.js';
 import { StepFaults } from './step-faults.js';
-import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
-import { WritePathRun } from './write-path.js';
+import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
+import { WritePathRun } from '../workload/write-path.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
 export const SWEEP_ROOT = '/store/sessions';

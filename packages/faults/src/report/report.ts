@@ -1,5 +1,5 @@
-import type { Violation } from './model.js';
-import type { RunOutcome, TypedErrorRecord } from './runner.js';
+import type { Violation } from '../verdicts/model.js';
+import type { RunOutcome, TypedErrorRecord } from '../workload/runner.js';
 
 /**
  * How to reproduce one run exactly. The error and crash sweeps are deterministic: the same

@@ -4,9 +4,9 @@
 // a lock that excludes nobody, or a next seq read before the lock is taken, passes every other
 // cell; here it makes two appends win one seq, and the log shows it.
 import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
-import { type RaceModel, type RaceSession, raceBatchSize, raceEvents } from './concurrent-model.js';
-import { WorkloadModel } from './model.js';
-import { reopenAndVerify } from './reread.js';
+import { type RaceModel, type RaceSession, raceBatchSize, raceEvents } from '../verdicts/concurrent-model.js';
+import { WorkloadModel } from '../verdicts/model.js';
+import { reopenAndVerify } from '../verdicts/reread.js';
 import type { Attempt, Checker } from './runner.js';
 import { canonicalEvent } from './workload.js';
 

@@ -14,8 +14,8 @@ import {
   SessionWriter,
   type SessionWriterOptions,
 } from '@tidemark/core';
-import type { WriterUnderTest, WriterWrapper } from './driver.js';
-import type { ModelSession, WorkloadModel } from './model.js';
+import type { WriterUnderTest, WriterWrapper } from '../drivers/driver.js';
+import type { ModelSession, WorkloadModel } from '../verdicts/model.js';
 import {
   type Checker,
   endsInBoundary,

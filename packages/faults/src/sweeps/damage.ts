@@ -3,14 +3,14 @@
 import { posix } from 'node:path';
 import type { FileSystem } from '@tidemark/core';
 import { Volume } from 'memfs';
-import type { FsHarnessDriver } from './driver.js';
-import { memfsFileSystem } from './memfs-fs.js';
-import { WorkloadModel } from './model.js';
-import { probeStore } from './probe.js';
-import { filesUnder } from './quarantine.js';
+import type { FsHarnessDriver } from '../drivers/driver.js';
+import { memfsFileSystem } from '../fs/memfs-fs.js';
+import { WorkloadModel } from '../verdicts/model.js';
+import { probeStore } from '../verdicts/probe.js';
+import { filesUnder } from '../verdicts/quarantine.js';
 import { removalProbe } from './removal-sweep.js';
-import type { ReportBuilder } from './report.js';
-import { Checker, runWorkload } from './runner.js';
+import type { ReportBuilder } from '../report/report.js';
+import { Checker, runWorkload } from '../workload/runner.js';
 import { SWEEP_ROOT } from './sweeps.js';
 
 /**

@@ -5,7 +5,7 @@
 import { writeSync } from 'node:fs';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
 import { killEventType } from './child-protocol.js';
-import { sessionId, workloadEvent } from './workload.js';
+import { sessionId, workloadEvent } from '../workload/workload.js';
 
 /** What the power-loss child is asked to do (JSON in argv[2]). */
 export interface PowerLossRequest {

@@ -5,7 +5,7 @@
 // and judges a log by whether it is made of whole tried batches, each at its own seq, holding
 // every acknowledged one and none that was refused.
 import type { JsonValue, SessionEvent } from '@tidemark/core';
-import { canonicalEvent, sessionId } from './workload.js';
+import { canonicalEvent, sessionId } from '../workload/workload.js';
 
 /** What became of a tried batch. */
 export type RaceState =
