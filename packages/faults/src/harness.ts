@@ -1,14 +1,14 @@
-import { concurrentPairs } from './sweeps/concurrent-pairs.js';
-import { concurrentProcesses } from './real/concurrent-real.js';
-import { concurrentCrashSweepFs, concurrentErrorSweep } from './sweeps/concurrent-sweeps.js';
-import type { CrashStateLimits } from './fs/crash-fs.js';
-import { damageSweepFs } from './sweeps/damage.js';
 import type { EngineHarnessDriver, HarnessDriver } from './drivers/driver.js';
+import type { CrashStateLimits } from './fs/crash-fs.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './fs/errno.js';
-import type { SweepMode } from './sweeps/mode.js';
+import { concurrentProcesses } from './real/concurrent-real.js';
 import { type RealFaultOptions, runRealFaults } from './real/real.js';
-import { removalSweepFs } from './sweeps/removal-sweep.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report/report.js';
+import { concurrentPairs } from './sweeps/concurrent-pairs.js';
+import { concurrentCrashSweepFs, concurrentErrorSweep } from './sweeps/concurrent-sweeps.js';
+import { damageSweepFs } from './sweeps/damage.js';
+import type { SweepMode } from './sweeps/mode.js';
+import { removalSweepFs } from './sweeps/removal-sweep.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps/sweeps.js';
 import { WRITE_PATH } from './workload/write-path.js';
 

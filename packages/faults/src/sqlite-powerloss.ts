@@ -9,10 +9,17 @@ import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SessionStore } from '@tidemark/core';
-import { killEventType } from './real/child-protocol.js';
 import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
-import type { WorkloadModel } from './verdicts/model.js';
+import { killEventType } from './real/child-protocol.js';
 import type { PowerLossRequest } from './real/powerloss-child.js';
+import type { ReportBuilder } from './report/report.js';
+import {
+  type DurabilityMode,
+  openFromSpec,
+  SQLITE_OPEN_SPEC,
+  type SqliteOpenSpec,
+  scratchDir,
+} from './sqlite-settings.js';
 import {
   type DiskSnapshot,
   enumerateCrashChoices,
@@ -21,16 +28,9 @@ import {
   TracedDisk,
 } from './trace/powerloss-disk.js';
 import { AckLedger } from './trace/powerloss-ledger.js';
-import type { ReportBuilder } from './report/report.js';
-import { Checker, type RunOutcome } from './workload/runner.js';
-import {
-  type DurabilityMode,
-  openFromSpec,
-  SQLITE_OPEN_SPEC,
-  type SqliteOpenSpec,
-  scratchDir,
-} from './sqlite-settings.js';
 import { straceWorks, type TraceOp, traceChild } from './trace/syscall-trace.js';
+import type { WorkloadModel } from './verdicts/model.js';
+import { Checker, type RunOutcome } from './workload/runner.js';
 import { sessionId, workloadEvent } from './workload/workload.js';
 
 /** The report row of the sweep. */

@@ -7,14 +7,8 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CONCURRENT_CELL, checkRacersAfter, RACE_SESSIONS } from './workload/concurrent.js';
-import { RaceModel, raceEvents } from './verdicts/concurrent-model.js';
-import { spread } from './sweeps/concurrent-sweeps.js';
 import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
-import { modeClass } from './sweeps/mode.js';
-import { enumerateCrashChoices, materializeTraced, stateSignature, TracedDisk } from './trace/powerloss-disk.js';
 import type { RaceTraceRequest } from './real/race-trace-child.js';
-import { Checker } from './workload/runner.js';
 import { isCrashPoint, writeState } from './sqlite-powerloss.js';
 import {
   type DurabilityMode,
@@ -23,7 +17,18 @@ import {
   type SqliteOpenSpec,
   scratchDir,
 } from './sqlite-settings.js';
+import { spread } from './sweeps/concurrent-sweeps.js';
+import { modeClass } from './sweeps/mode.js';
+import {
+  enumerateCrashChoices,
+  materializeTraced,
+  stateSignature,
+  TracedDisk,
+} from './trace/powerloss-disk.js';
 import { straceWorks, traceChild } from './trace/syscall-trace.js';
+import { RaceModel, raceEvents } from './verdicts/concurrent-model.js';
+import { CONCURRENT_CELL, checkRacersAfter, RACE_SESSIONS } from './workload/concurrent.js';
+import { Checker } from './workload/runner.js';
 import { canonicalEvent } from './workload/workload.js';
 
 /** The report row (with `[relaxed]` in that mode). */

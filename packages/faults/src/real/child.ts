@@ -3,12 +3,12 @@
 import { writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
-import { type ChildRequest, killEventType } from './child-protocol.js';
 import { raceBatchSize, raceEvents } from '../verdicts/concurrent-model.js';
 import { ModelSession, WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
 import { Checker } from '../workload/runner.js';
 import { sessionId, workloadEvent } from '../workload/workload.js';
+import { type ChildRequest, killEventType } from './child-protocol.js';
 
 const say = (line: string) => writeSync(1, `${line}\n`);
 

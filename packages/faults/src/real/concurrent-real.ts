@@ -7,15 +7,15 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ChildRequest } from './child-protocol.js';
-import { CONCURRENT_CELL, checkRacersAfter } from '../workload/concurrent.js';
-import { RaceModel, type RaceSession, raceEvents } from '../verdicts/concurrent-model.js';
 import type { HarnessDriver, RealFaultSupport } from '../drivers/driver.js';
-import { childScriptPath, newLocation, openReal, startChild } from './real.js';
 import type { ReportBuilder } from '../report/report.js';
-import { Checker } from '../workload/runner.js';
 import type { Progress } from '../sweeps/sweeps.js';
+import { RaceModel, type RaceSession, raceEvents } from '../verdicts/concurrent-model.js';
+import { CONCURRENT_CELL, checkRacersAfter } from '../workload/concurrent.js';
+import { Checker } from '../workload/runner.js';
 import { canonicalEvent } from '../workload/workload.js';
+import type { ChildRequest } from './child-protocol.js';
+import { childScriptPath, newLocation, openReal, startChild } from './real.js';
 
 /** The report row. */
 export const CONCURRENT_PROCESSES_CELL = `${CONCURRENT_CELL} (two processes, real disk)`;

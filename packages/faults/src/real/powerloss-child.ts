@@ -4,8 +4,8 @@
 // that the acknowledgement takes its place in the system-call trace among the store's own writes.
 import { writeSync } from 'node:fs';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
-import { killEventType } from './child-protocol.js';
 import { sessionId, workloadEvent } from '../workload/workload.js';
+import { killEventType } from './child-protocol.js';
 
 /** What the power-loss child is asked to do (JSON in argv[2]). */
 export interface PowerLossRequest {

@@ -4,8 +4,8 @@
 // write to stdout, so that each acknowledgement takes its place in the trace among the writes.
 import { writeSync } from 'node:fs';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
-import { runRace } from '../workload/concurrent.js';
 import { RaceModel } from '../verdicts/concurrent-model.js';
+import { runRace } from '../workload/concurrent.js';
 import { Checker } from '../workload/runner.js';
 
 /** What the child is asked to do (JSON in argv[2]). */

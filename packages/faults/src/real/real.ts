@@ -4,16 +4,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { JsonObject, SessionStore } from '@tidemark/core';
-import { type ChildRequest, killEventType, type SerializedSession } from './child-protocol.js';
 import type { HarnessDriver, RealFaultCase, RealFaultSupport } from '../drivers/driver.js';
+import type { ReportBuilder } from '../report/report.js';
+import type { Progress } from '../sweeps/sweeps.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
-import type { ReportBuilder } from '../report/report.js';
 import { rereadAfterRecovery } from '../verdicts/reread.js';
-import { Checker, type RunOutcome, runWorkload } from '../workload/runner.js';
-import type { Progress } from '../sweeps/sweeps.js';
 import { verifyAfterLift } from '../verdicts/verify.js';
+import { Checker, type RunOutcome, runWorkload } from '../workload/runner.js';
 import { canonicalEvent, sessionId, workloadEvent } from '../workload/workload.js';
+import { type ChildRequest, killEventType, type SerializedSession } from './child-protocol.js';
 
 /** Options of {@link runRealFaults}. */
 export interface RealFaultOptions {

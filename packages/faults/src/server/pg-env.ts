@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import type { SessionStore } from '@tidemark/core';
 import pg from 'pg';
-import { WorkloadModel } from '../verdicts/model.js';
 import type { ReportBuilder } from '../report/report.js';
+import { WorkloadModel } from '../verdicts/model.js';
 import { reopenAndVerify } from '../verdicts/reread.js';
 import { Checker, runWorkload, type WorkloadRunOptions } from '../workload/runner.js';
 import { withConnection } from './server-actions.js';

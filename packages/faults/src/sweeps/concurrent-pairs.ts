@@ -6,15 +6,15 @@
 // (PostgreSQL before issue 22: an update racing another host's first append said CORRUPT, and a
 // delete racing it could leave the new session's events without their row).
 import type { LoadedSession, SessionStore } from '@tidemark/core';
-import { CONCURRENT_CELL, judgeLog } from '../workload/concurrent.js';
-import { type RaceBatch, RaceSession, raceEvents } from '../verdicts/concurrent-model.js';
 import type { HarnessDriver } from '../drivers/driver.js';
 import { memfsFileSystem } from '../fs/memfs-fs.js';
-import type { SweepMode } from './mode.js';
 import type { ReportBuilder } from '../report/report.js';
+import { type RaceBatch, RaceSession, raceEvents } from '../verdicts/concurrent-model.js';
+import { CONCURRENT_CELL, judgeLog } from '../workload/concurrent.js';
 import { type Attempt, Checker } from '../workload/runner.js';
-import { type Progress, SWEEP_ROOT } from './sweeps.js';
 import { canonicalEvent } from '../workload/workload.js';
+import type { SweepMode } from './mode.js';
+import { type Progress, SWEEP_ROOT } from './sweeps.js';
 
 /** The calls that change a session. `firstAppend` follows the instance's own create (pending). */
 export const PAIR_WRITES = ['create', 'firstAppend', 'append', 'update', 'delete'] as const;

@@ -3,8 +3,7 @@
 // persistent; a power loss after every change of a CrashFs), now met while two store instances
 // race for one session. The quick run samples the faults and crash points evenly.
 import type { SessionStore } from '@tidemark/core';
-import { CONCURRENT_CELL, checkRacersAfter, runRace } from '../workload/concurrent.js';
-import { RaceModel } from '../verdicts/concurrent-model.js';
+import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
 import {
   CrashFs,
   type CrashPoint,
@@ -12,14 +11,15 @@ import {
   enumerateCrashStates,
   materialize,
 } from '../fs/crash-fs.js';
-import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
 import type { ErrnoName } from '../fs/errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from '../fs/faulty-fs.js';
 import { memfsFileSystem } from '../fs/memfs-fs.js';
-import { inSample, modeClass, type SweepMode } from './mode.js';
-import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
 import type { ReportBuilder } from '../report/report.js';
+import { RaceModel } from '../verdicts/concurrent-model.js';
+import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
+import { CONCURRENT_CELL, checkRacersAfter, runRace } from '../workload/concurrent.js';
 import { Checker } from '../workload/runner.js';
+import { inSample, modeClass, type SweepMode } from './mode.js';
 import { StepFaults } from './step-faults.js';
 import { type ErrorFault, errorFaultClass, type Progress, planErrorSweep, SWEEP_ROOT } from './sweeps.js';
 

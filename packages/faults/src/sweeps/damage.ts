@@ -5,12 +5,12 @@ import type { FileSystem } from '@tidemark/core';
 import { Volume } from 'memfs';
 import type { FsHarnessDriver } from '../drivers/driver.js';
 import { memfsFileSystem } from '../fs/memfs-fs.js';
+import type { ReportBuilder } from '../report/report.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
 import { filesUnder } from '../verdicts/quarantine.js';
-import { removalProbe } from './removal-sweep.js';
-import type { ReportBuilder } from '../report/report.js';
 import { Checker, runWorkload } from '../workload/runner.js';
+import { removalProbe } from './removal-sweep.js';
 import { SWEEP_ROOT } from './sweeps.js';
 
 /**

@@ -12,15 +12,15 @@ import {
   type SessionStore,
 } from '@tidemark/core';
 import type { Volume } from 'memfs';
-import { materialize } from '../fs/crash-fs.js';
 import type { FsHarnessDriver, FsLayout } from '../drivers/driver.js';
-import { modeClass, STRICT_MODE, type SweepMode } from './mode.js';
+import { materialize } from '../fs/crash-fs.js';
+import type { ReportBuilder } from '../report/report.js';
 import type { ModelSession, WorkloadModel } from '../verdicts/model.js';
 import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
-import type { ReportBuilder } from '../report/report.js';
 import { Checker } from '../workload/runner.js';
-import { type RemovalState, SWEEP_ROOT } from './sweeps.js';
 import { canonicalEvent, workloadEvent } from '../workload/workload.js';
+import { modeClass, STRICT_MODE, type SweepMode } from './mode.js';
+import { type RemovalState, SWEEP_ROOT } from './sweeps.js';
 
 /** The two calls that remove events on purpose. */
 export type RemovingCall = 'tail cut' | 'repair';

@@ -1,4 +1,5 @@
 import type { FileSystem, SessionStore } from '@tidemark/core';
+import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
 import {
   CrashFs,
   type CrashPoint,
@@ -8,20 +9,19 @@ import {
   enumerateCrashStates,
   materialize,
 } from '../fs/crash-fs.js';
-import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
 import type { ErrnoName } from '../fs/errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from '../fs/faulty-fs.js';
 import { memfsFileSystem } from '../fs/memfs-fs.js';
-import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
+import type { ReportBuilder } from '../report/report.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
 import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
-import type { ReportBuilder } from '../report/report.js';
 import { reopenAndVerify } from '../verdicts/reread.js';
 import { Checker, emptyOutcome, runWorkload } from '../workload/runner.js';
-import { StepFaults } from './step-faults.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
 import { WritePathRun } from '../workload/write-path.js';
+import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
+import { StepFaults } from './step-faults.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
 export const SWEEP_ROOT = '/store/sessions';

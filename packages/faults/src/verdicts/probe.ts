@@ -1,7 +1,7 @@
 import type { SessionStore } from '@tidemark/core';
-import type { WorkloadModel } from './model.js';
 import { type Checker, checkList } from '../workload/runner.js';
 import { canonicalEvent, workloadEvent } from '../workload/workload.js';
+import type { WorkloadModel } from './model.js';
 
 /**
  * Checks a store while a real fault is in place: every call succeeds or rejects with a

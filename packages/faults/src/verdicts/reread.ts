@@ -3,8 +3,8 @@
 // the damage shows only once that append is read back. So after every recovery the harness
 // appends (verify.ts), closes, reopens and reads everything again, and compares with the model.
 import type { SessionStore } from '@tidemark/core';
-import { shownFields, type WorkloadModel } from './model.js';
 import { type Checker, checkList } from '../workload/runner.js';
+import { shownFields, type WorkloadModel } from './model.js';
 import { verifyAfterLift } from './verify.js';
 
 /**

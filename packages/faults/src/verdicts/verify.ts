@@ -2,9 +2,9 @@
 // settles the model on what the store showed, so that a second reopen (reread.ts) must show the
 // same again, plus what was appended since.
 import type { SessionStore } from '@tidemark/core';
-import { type ModelSession, shownFields, type WorkloadModel } from './model.js';
 import { type Checker, checkList } from '../workload/runner.js';
 import { canonicalEvent, workloadEvent } from '../workload/workload.js';
+import { type ModelSession, shownFields, type WorkloadModel } from './model.js';
 
 /** Options of {@link verifyAfterLift}. */
 export interface VerifyOptions {
