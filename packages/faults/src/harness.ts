@@ -43,6 +43,12 @@ export interface HarnessOptions {
   stopAfterFailures?: number;
   /** Called as runs complete, for a progress indicator. */
   progress?: Progress;
+  /**
+   * How the command line selects each driver, by driver name (`--driver /abs/driver.js`), kept in
+   * the report so that its replay commands run as printed (default: `--backends NAME` for a
+   * first-party name).
+   */
+  selectors?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -282,5 +288,5 @@ export async function runFaultHarness(
     total.durationMs = Date.now() - t0;
     totals.push(total);
   }
-  return report.build(quick, started, totals);
+  return report.build(quick, started, totals, options.selectors);
 }

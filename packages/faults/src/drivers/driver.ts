@@ -31,7 +31,12 @@ export interface FsHarnessDriver {
   real?: RealFaultSupport;
   /** Extra real faults this backend knows how to cause (e.g. corrupting its own files). */
   realFaults?: readonly RealFaultCase[];
-  /** Which files are logs and which quarantine; given, every crash state checks removed = quarantined bytes. */
+  /**
+   * Which files are logs and which quarantine. Given, tail cuts and repairs are swept (rows
+   * `crash + tail cut`, `crash + repair`, `damaged file + repair`) and, for logs that only grow at
+   * their end, every crash state checks removed = quarantined bytes; omitted, those rows are `n/a`
+   * with the reason.
+   */
   layout?: FsLayout;
   /** Wraps the write path's writers (default: core's SessionWriter as it is). */
   writer?: WriterWrapper;
@@ -53,12 +58,26 @@ export interface WriterUnderTest {
  */
 export type WriterWrapper = (writer: SessionWriter) => WriterUnderTest;
 
-/** The file roles of an fs backend, for the quarantine invariant (quarantine.ts). */
+/**
+ * The file roles of an fs backend, for the removal sweeps and the quarantine invariant
+ * (quarantine.ts). A log is whatever file holds one session's events: a file that grows at its
+ * end (JSONL), a file rewritten whole on every write (temp file + rename), or each record file of
+ * a directory of records (then `isLog` matches every record file).
+ */
 export interface FsLayout {
   /** An event log, whose bytes a repair may take out only into quarantine. */
   isLog(path: string): boolean;
   /** A quarantine file, where removed bytes go. */
   isQuarantine(path: string): boolean;
+  /**
+   * How a log changes: `'append'` (default) when it only grows at its end, so every byte a
+   * recovery takes out of it is its former tail and must be in a new quarantine file, byte for
+   * byte (the `removed bytes = quarantined bytes` check, on every crash state); `'rewrite'` when a
+   * write replaces the file whole (or writes a new record file), so old and new versions share no
+   * byte prefix and that check cannot tell a removal from a rewrite: its row is `n/a`, and the tail
+   * cut and repair rows judge the events that are left instead.
+   */
+  logs?: 'append' | 'rewrite';
 }
 
 /** Throw from it to inject a fault before the named engine step; return to let the step run. */
@@ -137,7 +156,12 @@ export type HarnessDriver = FsHarnessDriver | EngineHarnessDriver;
 export interface RealFaultSupport {
   /** Whether a location is a directory (JSONL root) or a file (SQLite database). */
   location: 'dir' | 'file';
-  /** Module specifier the child process imports (resolved from this package), e.g. `@tidemark/jsonl`. */
+  /**
+   * Module the child processes import to open the store: a file URL or absolute path, or a
+   * relative path or package name, which `loadHarnessDriver` (`--driver`) resolves from the
+   * driver module's directory (given straight to `runFaultHarness`, a bare name resolves from
+   * `@tidemark/faults`). A module that cannot be imported is a setup error, not a violation.
+   */
   module: string;
   /** Name of the async factory exported by `module`, e.g. `openJsonlStore`. */
   factory: string;

@@ -2,7 +2,11 @@
 // fault-class × backend matrix is a heat map; each cell links to its runs (fault, workload step,
 // the call and the typed error it got, violations, and how to replay one). Inline CSS and a few
 // lines of inline JS, no network; every string from the report is escaped.
+import { replayCommand, rerunCommand } from './replay-command.js';
 import type { HarnessReport, ReportCell, Reproduction, RunRecord } from './report.js';
+
+/** What the rendering of runs needs of the report. */
+type ReplayContext = Pick<HarnessReport, 'quick' | 'selectors'>;
 
 const HTML_ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -15,16 +19,6 @@ const HTML_ESCAPES: Record<string, string> = {
 /** `text` safe inside HTML text and quoted attribute values. Pure. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
-}
-
-/** `text` as one shell word (single-quoted unless it is plainly safe). Pure. */
-function shellWord(text: string): string {
-  return /^[A-Za-z0-9_./:,=@%+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The command that runs one reported run again (`tidemark harness --backends B [--quick] --replay ID`). */
-export function replayCommand(backend: string, replayId: string, quick: boolean): string {
-  return `tidemark harness --backends ${shellWord(backend)}${quick ? ' --quick' : ''} --replay ${shellWord(replayId)}`;
 }
 
 const STYLE = `
@@ -114,7 +108,8 @@ function renderMatrix(report: HarnessReport): string {
   return `<table class="matrix"><thead><tr><th>fault class</th>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }
 
-function renderReproduction(backend: string, reproduction: Reproduction | undefined, quick: boolean): string {
+function renderReproduction(backend: string, reproduction: Reproduction | undefined, context: ReplayContext): string {
+  const { quick, selectors } = context;
   const items: string[] = [];
   const seed =
     reproduction?.seed !== undefined
@@ -127,8 +122,8 @@ function renderReproduction(backend: string, reproduction: Reproduction | undefi
     items.push(`<dt>crash state</dt><dd><code>${escapeHtml(reproduction.crashState)}</code></dd>`);
   const command =
     reproduction?.replayId !== undefined
-      ? replayCommand(backend, reproduction.replayId, quick)
-      : `tidemark harness --backends ${shellWord(backend)}${quick ? ' --quick' : ''}`;
+      ? replayCommand(backend, reproduction.replayId, quick, selectors)
+      : rerunCommand(backend, quick, selectors);
   const note =
     reproduction?.replayId === undefined
       ? ' <span class="muted">(the whole run: this fault class has no single-run replay)</span>'
@@ -137,7 +132,7 @@ function renderReproduction(backend: string, reproduction: Reproduction | undefi
   return `<dl class="repro">${items.join('')}</dl>`;
 }
 
-function renderRun(backend: string, run: RunRecord, quick: boolean): string {
+function renderRun(backend: string, run: RunRecord, context: ReplayContext): string {
   const violating = run.violationCount > 0;
   const step = run.reproduction?.step ?? run.firstError?.step ?? run.violations[0]?.step;
   const error = run.firstError;
@@ -149,12 +144,12 @@ function renderRun(backend: string, run: RunRecord, quick: boolean): string {
     ? `<ul>${run.violations.map((v) => `<li><strong>${escapeHtml(v.kind)}</strong>: ${escapeHtml(v.detail)}</li>`).join('')}${run.violationCount > run.violations.length ? `<li class="muted">… ${run.violationCount - run.violations.length} more</li>` : ''}</ul>`
     : '<span class="muted">none</span>';
   const repro = violating
-    ? `<tr class="repro-row"><td colspan="4">${renderReproduction(backend, run.reproduction, quick)}</td></tr>`
+    ? `<tr class="repro-row"><td colspan="4">${renderReproduction(backend, run.reproduction, context)}</td></tr>`
     : '';
   return `<tbody class="run ${violating ? 'violating' : 'passing'}"><tr><td>${escapeHtml(run.fault)}${run.injected ? '' : ' <span class="muted">(not injected)</span>'}</td><td>${step === undefined ? '<span class="muted">—</span>' : escapeHtml(step)}</td><td>${call}</td><td>${violations}</td></tr>${repro}</tbody>`;
 }
 
-function renderCellDetails(cell: ReportCell, index: number, quick: boolean): string {
+function renderCellDetails(cell: ReportCell, index: number, context: ReplayContext): string {
   const samples = cell.samples ?? [];
   // Violating runs first: they are what the reader opened the cell for.
   const ordered = [
@@ -167,7 +162,7 @@ function renderCellDetails(cell: ReportCell, index: number, quick: boolean): str
       ? `<p class="muted">${cell.status === 'n/a' ? 'Not applicable to this backend.' : 'No run details recorded.'}</p>`
       : `<p class="muted">Showing ${failing} violating run(s) and ${samples.length - failing} passing run(s) of ${cell.runs}.</p>
 <table class="runs"><colgroup><col class="fault"><col class="step"><col class="call"><col></colgroup><thead><tr><th>injected fault</th><th>workload step</th><th>call and typed error</th><th>violations</th></tr></thead>
-${ordered.map((run) => renderRun(cell.backend, run, quick)).join('\n')}</table>`;
+${ordered.map((run) => renderRun(cell.backend, run, context)).join('\n')}</table>`;
   return `<section class="details" id="${cellId(index)}" data-backend="${escapeHtml(cell.backend)}" data-fault-class="${escapeHtml(cell.faultClass)}">
 <h3>${escapeHtml(cell.backend)} / ${escapeHtml(cell.faultClass)}: <span class="cell-status">${escapeHtml(cell.status)}</span></h3>
 ${cell.note ? `<p>${escapeHtml(cell.note)}</p>` : ''}
@@ -191,7 +186,7 @@ function renderTotals(report: HarnessReport): string {
 export function formatReportHtml(report: HarnessReport): string {
   const verdict = report.passed ? 'PASS' : 'FAIL';
   const summary = `${report.failureCount} violation(s) in ${(report.durationMs / 1000).toFixed(1)} s, ${report.quick ? 'quick' : 'full'} run started ${report.startedAt}`;
-  const details = report.cells.map((cell, i) => renderCellDetails(cell, i, report.quick)).join('\n');
+  const details = report.cells.map((cell, i) => renderCellDetails(cell, i, report)).join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">

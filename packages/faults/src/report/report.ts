@@ -1,4 +1,5 @@
 import type { Violation } from '../verdicts/model.js';
+import { replayCommand, rerunCommand } from './replay-command.js';
 import type { RunOutcome, TypedErrorRecord } from '../workload/runner.js';
 
 /**
@@ -100,6 +101,12 @@ export interface HarnessReport {
   failureCount: number;
   /** True when no cell failed. */
   passed: boolean;
+  /**
+   * How the command line selected each backend, by name (`--backends jsonl`,
+   * `--driver /abs/driver.js`), for the replay commands the formatters print; absent for a run
+   * started from the library API without `selectors`.
+   */
+  selectors?: Record<string, string>;
 }
 
 const MAX_EXAMPLES = 5;
@@ -230,10 +237,16 @@ export class ReportBuilder {
     this.expected.clear();
   }
 
-  build(quick: boolean, startedAt: Date, totals: BackendTotals[]): HarnessReport {
+  build(
+    quick: boolean,
+    startedAt: Date,
+    totals: BackendTotals[],
+    selectors?: Readonly<Record<string, string>>,
+  ): HarnessReport {
     this.checkExpected();
     const cells = [...this.cells.values()];
     return {
+      ...(selectors !== undefined && { selectors: { ...selectors } }),
       quick,
       startedAt: startedAt.toISOString(),
       durationMs: Date.now() - startedAt.getTime(),
@@ -308,6 +321,14 @@ const TOTAL_HEADERS = [
   'time',
 ];
 
+/** The command that runs a failure's run again: its replay id, else its backend's whole run. */
+function failureCommand(report: HarnessReport, failure: HarnessFailure): string {
+  const id = failure.reproduction?.replayId;
+  return id === undefined
+    ? rerunCommand(failure.backend, report.quick, report.selectors)
+    : replayCommand(failure.backend, id, report.quick, report.selectors);
+}
+
 /** The matrix and totals as a plain-text table for a terminal. */
 export function formatReportTable(report: HarnessReport): string {
   const lines = [
@@ -322,6 +343,7 @@ export function formatReportTable(report: HarnessReport): string {
   for (const failure of report.failures.slice(0, 10))
     lines.push(
       `  ${failure.backend} / ${failure.faultClass} / ${failure.fault}: ${failure.kind}: ${failure.detail}`,
+      `    replay: ${failureCommand(report, failure)}`,
     );
   return lines.join('\n');
 }
@@ -349,7 +371,9 @@ export function formatReportMarkdown(report: HarnessReport): string {
   if (report.failures.length > 0) {
     out.push('', '## Violations (first 50)', '');
     for (const f of report.failures.slice(0, 50))
-      out.push(`- ${f.backend} / ${f.faultClass} / ${f.fault}: **${f.kind}** ${f.detail}`);
+      out.push(
+        `- ${f.backend} / ${f.faultClass} / ${f.fault}: **${f.kind}** ${f.detail} — replay: \`${failureCommand(report, f)}\``,
+      );
   }
   return `${out.join('\n')}\n`;
 }
