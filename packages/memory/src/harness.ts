@@ -1,5 +1,5 @@
+import type { EngineHarnessDriver } from '@tidemark/faults';
 import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
-import type { EngineHarnessDriver } from './driver.js';
 
 /**
  * The reference backend as a harness driver: faults are injected through its `beforeStorageStep`

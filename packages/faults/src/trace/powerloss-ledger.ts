@@ -1,7 +1,8 @@
 // What the traced child had acknowledged at each point of its trace, and what a store of each
 // durability mode must therefore show after a power loss there.
+
+import type { Durability as DurabilityMode } from '@tidemark/core';
 import { killEventType } from '../real/child-protocol.js';
-import type { DurabilityMode } from '../sqlite-settings.js';
 import { ModelSession, WorkloadModel } from '../verdicts/model.js';
 import { canonicalEvent, workloadEvent } from '../workload/workload.js';
 

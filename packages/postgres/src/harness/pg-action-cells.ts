@@ -2,9 +2,7 @@
 // role, a held lock meeting the store's lock_timeout or statement_timeout. The store runs as an
 // ordinary role on tables a superuser made; the probe (probe.ts) checks typed errors and no
 // absence under the fault, and once it is lifted the store is reopened and verified.
-import { WorkloadModel } from '../verdicts/model.js';
-import { probeStore } from '../verdicts/probe.js';
-import { Checker, runWorkload } from '../workload/runner.js';
+import { Checker, probeStore, runWorkload, WorkloadModel } from '@tidemark/faults';
 import {
   dropSchema,
   openDirect,

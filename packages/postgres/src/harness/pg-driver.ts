@@ -1,8 +1,8 @@
 // The PostgreSQL backend as a harness driver. `@tidemark/postgres` is loaded by name at run time,
 // as jsonl and sqlite are (drivers.ts): this package does not depend on it.
 import type { SessionStore } from '@tidemark/core';
-import type { EngineHarnessDriver, ServerFaultContext } from '../drivers/driver.js';
-import { emptyOutcome } from '../workload/runner.js';
+import type { EngineHarnessDriver, ServerFaultContext } from '@tidemark/faults';
+import { emptyOutcome } from '@tidemark/faults';
 import { actionCellsPg } from './pg-action-cells.js';
 import {
   dropSchema,

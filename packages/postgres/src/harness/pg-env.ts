@@ -2,11 +2,15 @@
 // roles, and the workload-then-verify run with the invariants of runner.ts.
 import { randomBytes } from 'node:crypto';
 import type { SessionStore } from '@tidemark/core';
+import type { ReportBuilder } from '@tidemark/faults';
+import {
+  Checker,
+  reopenAndVerify,
+  runWorkload,
+  WorkloadModel,
+  type WorkloadRunOptions,
+} from '@tidemark/faults';
 import pg from 'pg';
-import type { ReportBuilder } from '../report/report.js';
-import { WorkloadModel } from '../verdicts/model.js';
-import { reopenAndVerify } from '../verdicts/reread.js';
-import { Checker, runWorkload, type WorkloadRunOptions } from '../workload/runner.js';
 import { withConnection } from './server-actions.js';
 
 /** Options the harness passes to the store's factory (a subset of `openPostgresStore`'s). */

@@ -2,8 +2,8 @@
 // each workload step, the fault is switched on before the step and lifted (pass) after it; then
 // the store is reopened directly and checked with the same invariants as every other cell.
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
-import type { Checker } from '../workload/runner.js';
-import { AGENT_WORKLOAD } from '../workload/workload.js';
+import type { Checker } from '@tidemark/faults';
+import { AGENT_WORKLOAD } from '@tidemark/faults';
 import { type FaultProxy, type ProxyFault, startFaultProxy, targetOf } from './fault-proxy.js';
 import {
   dropSchema,

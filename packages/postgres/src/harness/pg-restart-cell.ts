@@ -3,8 +3,7 @@
 // all along, retrying each batch until it is acknowledged; after every restart each acknowledged
 // batch must load back byte for byte, nothing else may be there, and the store must write again.
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
-import { Checker } from '../workload/runner.js';
-import { canonicalEvent, workloadEvent } from '../workload/workload.js';
+import { Checker, canonicalEvent, workloadEvent } from '@tidemark/faults';
 import type { PgEnv } from './pg-env.js';
 import { type PrivateCluster, startPrivateCluster } from './private-cluster.js';
 

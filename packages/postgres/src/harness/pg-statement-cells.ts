@@ -2,8 +2,8 @@
 // statement N the workload sends, a run where statement N fails with each SQLSTATE class (nothing
 // sent), and one where its backend is really ended with pg_terminate_backend before it is sent.
 
-import { reportCoverage } from '../sweeps/sweeps.js';
-import type { WorkloadStep } from '../workload/workload.js';
+import type { WorkloadStep } from '@tidemark/faults';
+import { reportCoverage } from '@tidemark/faults';
 import {
   dropSchema,
   emptySchema,

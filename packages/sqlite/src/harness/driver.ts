@@ -3,12 +3,11 @@ import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
-import { childScriptPath } from '../real/real.js';
-import { sqlitePowerLoss } from '../sqlite-powerloss.js';
-import { sqliteRacePowerLoss } from '../sqlite-race-powerloss.js';
-import { sqliteSettingsCheck } from '../sqlite-settings.js';
-import { GROUP_COMMIT_WORKLOAD } from '../workload/workload.js';
-import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from './driver.js';
+import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from '@tidemark/faults';
+import { childScriptPath, GROUP_COMMIT_WORKLOAD } from '@tidemark/faults';
+import { sqlitePowerLoss } from './powerloss.js';
+import { sqliteRacePowerLoss } from './race-powerloss.js';
+import { sqliteSettingsCheck } from './settings.js';
 
 // The project's own backends are loaded by name at call time: this package depends on them only
 // for its own tests and runnable entry, and a third party using the harness needs neither.

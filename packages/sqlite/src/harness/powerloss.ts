@@ -9,29 +9,36 @@ import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SessionStore } from '@tidemark/core';
-import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
-import { killEventType } from './real/child-protocol.js';
-import type { PowerLossRequest } from './real/powerloss-child.js';
-import type { ReportBuilder } from './report/report.js';
+import type {
+  EngineCheckSuite,
+  PowerLossRequest,
+  ReportBuilder,
+  ServerFaultContext,
+  WorkloadModel,
+} from '@tidemark/faults';
+import {
+  AckLedger,
+  Checker,
+  type DiskSnapshot,
+  enumerateCrashChoices,
+  killEventType,
+  materializeTraced,
+  type RunOutcome,
+  sessionId,
+  stateSignature,
+  straceWorks,
+  TracedDisk,
+  type TraceOp,
+  traceChild,
+  workloadEvent,
+} from '@tidemark/faults';
 import {
   type DurabilityMode,
   openFromSpec,
   SQLITE_OPEN_SPEC,
   type SqliteOpenSpec,
   scratchDir,
-} from './sqlite-settings.js';
-import {
-  type DiskSnapshot,
-  enumerateCrashChoices,
-  materializeTraced,
-  stateSignature,
-  TracedDisk,
-} from './trace/powerloss-disk.js';
-import { AckLedger } from './trace/powerloss-ledger.js';
-import { straceWorks, type TraceOp, traceChild } from './trace/syscall-trace.js';
-import type { WorkloadModel } from './verdicts/model.js';
-import { Checker, type RunOutcome } from './workload/runner.js';
-import { sessionId, workloadEvent } from './workload/workload.js';
+} from './settings.js';
 
 /** The report row of the sweep. */
 export const POWER_LOSS_CELL = 'power loss (syscall trace)';

@@ -7,29 +7,32 @@
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
-import type { RaceTraceRequest } from './real/race-trace-child.js';
-import { isCrashPoint, writeState } from './sqlite-powerloss.js';
+import type { EngineCheckSuite, RaceTraceRequest, ServerFaultContext } from '@tidemark/faults';
+import {
+  Checker,
+  CONCURRENT_CELL,
+  canonicalEvent,
+  checkRacersAfter,
+  enumerateCrashChoices,
+  materializeTraced,
+  modeClass,
+  RACE_SESSIONS,
+  RaceModel,
+  raceEvents,
+  spread,
+  stateSignature,
+  straceWorks,
+  TracedDisk,
+  traceChild,
+} from '@tidemark/faults';
+import { isCrashPoint, writeState } from './powerloss.js';
 import {
   type DurabilityMode,
   openFromSpec,
   SQLITE_OPEN_SPEC,
   type SqliteOpenSpec,
   scratchDir,
-} from './sqlite-settings.js';
-import { spread } from './sweeps/concurrent-sweeps.js';
-import { modeClass } from './sweeps/mode.js';
-import {
-  enumerateCrashChoices,
-  materializeTraced,
-  stateSignature,
-  TracedDisk,
-} from './trace/powerloss-disk.js';
-import { straceWorks, traceChild } from './trace/syscall-trace.js';
-import { RaceModel, raceEvents } from './verdicts/concurrent-model.js';
-import { CONCURRENT_CELL, checkRacersAfter, RACE_SESSIONS } from './workload/concurrent.js';
-import { Checker } from './workload/runner.js';
-import { canonicalEvent } from './workload/workload.js';
+} from './settings.js';
 
 /** The report row (with `[relaxed]` in that mode). */
 export const RACE_POWER_LOSS_CELL = `${CONCURRENT_CELL} (power loss, syscall trace)`;

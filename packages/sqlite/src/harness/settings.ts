@@ -8,9 +8,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonObject, SessionStore } from '@tidemark/core';
-import type { EngineCheckSuite, ServerFaultContext } from './drivers/driver.js';
-import { Checker } from './workload/runner.js';
-import { sessionId, workloadEvent } from './workload/workload.js';
+import type { EngineCheckSuite, ServerFaultContext } from '@tidemark/faults';
+import { Checker, sessionId, workloadEvent } from '@tidemark/faults';
 
 /** A durability mode of contract §4 (`StoreOptions.durability`). */
 export type DurabilityMode = 'strict' | 'relaxed';
