@@ -50,7 +50,8 @@ every typed error the workload meets), CI=true (cells that cannot run fail inste
 
 function positiveWhole(text: string, flag: string): number {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0) throw new Error(`${flag} must be a whole number (got ${text})`);
+  if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0)
+    throw new Error(`${flag} must be a whole number (got ${text})`);
   return n;
 }
 
@@ -67,7 +68,11 @@ export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
   const drivers = values.driver ?? [];
   const split = (list: string) => list.split(',').filter(Boolean);
   const backends =
-    values.backends !== undefined ? split(values.backends) : drivers.length > 0 ? [] : [...FIRST_PARTY_BACKENDS];
+    values.backends !== undefined
+      ? split(values.backends)
+      : drivers.length > 0
+        ? []
+        : [...FIRST_PARTY_BACKENDS];
   return {
     quick: values.quick ?? false,
     backends,

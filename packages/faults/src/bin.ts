@@ -46,10 +46,13 @@ async function loadDrivers(args: HarnessArgs): Promise<LoadedDriver[]> {
   const seen = new Set<string>();
   for (const { driver, selector } of loaded) {
     if (seen.has(driver.name))
-      throw new HarnessSetupError(`driver ${selector}: name ${JSON.stringify(driver.name)} is taken by another driver`);
+      throw new HarnessSetupError(
+        `driver ${selector}: name ${JSON.stringify(driver.name)} is taken by another driver`,
+      );
     seen.add(driver.name);
   }
-  if (loaded.length === 0) throw new HarnessSetupError('no backend to run (--backends LIST or --driver MODULE)');
+  if (loaded.length === 0)
+    throw new HarnessSetupError('no backend to run (--backends LIST or --driver MODULE)');
   return loaded;
 }
 
@@ -86,11 +89,11 @@ async function main(): Promise<number> {
   const report = await runFaultHarness(
     loaded.map((l) => l.driver),
     {
-    selectors: Object.fromEntries(loaded.map((l) => [l.driver.name, l.selector])),
-    quick: args.quick,
-    ...(progress !== undefined && { progress }),
-    ...(args.kills !== undefined && { kills: args.kills }),
-  },
+      selectors: Object.fromEntries(loaded.map((l) => [l.driver.name, l.selector])),
+      quick: args.quick,
+      ...(progress !== undefined && { progress }),
+      ...(args.kills !== undefined && { kills: args.kills }),
+    },
   );
   const out = resolve(args.out);
   mkdirSync(out, { recursive: true });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { Checker, checkQuarantine, JSONL_LAYOUT } from '../src/index.js';
+import { Checker, checkQuarantine, type FsLayout } from '../src/index.js';
+
+// A JSONL-like layout: the check knows files only by these roles.
+const JSONL_LAYOUT: FsLayout = {
+  isLog: (path) => path.endsWith('.jsonl') && !path.includes('/.quarantine/'),
+  isQuarantine: (path) => path.includes('/.quarantine/'),
+};
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const LOG = '/store/sessions/cwd-1/sess-a.jsonl';

@@ -1,9 +1,13 @@
+// `@tidemark/memory/harness`: the reference backend as a driver of the storage-fault harness
+// (`tidemark harness --backends memory` loads this module, as `--driver` loads a third party's).
+// It needs `@tidemark/faults` only for its types.
 import type { EngineHarnessDriver } from '@tidemark/faults';
-import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
+import { MemoryVolume, openMemoryStore } from './index.js';
 
 /**
  * The reference backend as a harness driver: faults are injected through its `beforeStorageStep`
- * hook, one step per read, write, list or delete. It has no files, so crash and real-disk rows are `n/a`.
+ * hook, one step per read, write, list or delete. It has no files and no process of its own, so
+ * the crash and real-disk rows are `n/a`.
  */
 export function memoryDriver(): EngineHarnessDriver {
   return {
@@ -28,3 +32,6 @@ export function memoryDriver(): EngineHarnessDriver {
     },
   };
 }
+
+/** The harness loads the default export. */
+export default memoryDriver;

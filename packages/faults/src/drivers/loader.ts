@@ -76,7 +76,8 @@ export function validateHarnessDriver(value: unknown, where: string): HarnessDri
     fail('name', 'a non-empty string without spaces or commas', d.name);
   if (d.kind !== 'fs' && d.kind !== 'engine') fail('kind', "'fs' or 'engine'", d.kind);
   if (d.kind === 'fs' && typeof d.open !== 'function') fail('open', 'a function (kind fs)', d.open);
-  if (d.kind === 'engine' && typeof d.create !== 'function') fail('create', 'a function (kind engine)', d.create);
+  if (d.kind === 'engine' && typeof d.create !== 'function')
+    fail('create', 'a function (kind engine)', d.create);
   if (d.durabilities !== undefined) {
     const modes = d.durabilities;
     if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => m !== 'strict' && m !== 'relaxed'))

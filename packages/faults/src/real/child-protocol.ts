@@ -19,7 +19,6 @@ export type ChildRequest =
       model: SerializedSession[];
       destructive: boolean;
     }
-  | { mode: 'sqlite-lock'; path: string }
   | {
       /** One of two processes appending to one session at once (concurrent-real.ts). */
       mode: 'racer';

@@ -1,7 +1,6 @@
 // The child process of real-fault runs: a writer to SIGKILL at random instants, a probe that runs
 // as an unprivileged uid, or a holder of an SQLite lock. It is started from the built `dist`.
 import { writeSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { isTidemarkError, type JsonObject, type SessionStore } from '@tidemark/core';
 import { raceBatchSize, raceEvents } from '../verdicts/concurrent-model.js';
 import { ModelSession, WorkloadModel } from '../verdicts/model.js';
@@ -92,22 +91,6 @@ async function probe(request: Extract<ChildRequest, { mode: 'probe' }>): Promise
   say(JSON.stringify(check.outcome));
 }
 
-async function sqliteLock(request: Extract<ChildRequest, { mode: 'sqlite-lock' }>): Promise<void> {
-  // better-sqlite3 is a dependency of @tidemark/sqlite, not of this package: load it from there.
-  const require = createRequire(import.meta.url);
-  const fromSqlite = createRequire(require.resolve('@tidemark/sqlite/package.json'));
-  const Database = fromSqlite('better-sqlite3') as new (
-    path: string,
-  ) => { exec(sql: string): void; close(): void };
-  const db = new Database(request.path);
-  db.exec('BEGIN EXCLUSIVE');
-  say('locked');
-  process.stdin.resume();
-  await new Promise<void>((resolve) => process.stdin.on('end', resolve));
-  db.exec('ROLLBACK');
-  db.close();
-}
-
 /**
  * One of two racers on one session: after `ready` it waits for `go` on stdin (so that both start
  * together), then appends where it believes the log ends, saying `try`, then `ack` or `refused`
@@ -150,7 +133,6 @@ async function main(): Promise<void> {
   const request = JSON.parse(process.argv[2] ?? '{}') as ChildRequest;
   if (request.mode === 'writer') await writer(request);
   else if (request.mode === 'probe') await probe(request);
-  else if (request.mode === 'sqlite-lock') await sqliteLock(request);
   else if (request.mode === 'racer') await racer(request);
 }
 

@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { JsonObject, SessionStore } from '@tidemark/core';
 import type { HarnessDriver, RealFaultCase, RealFaultSupport } from '../drivers/driver.js';
+import { builtFile } from '../drivers/loader.js';
 import type { ReportBuilder } from '../report/report.js';
 import type { Progress } from '../sweeps/sweeps.js';
 import { WorkloadModel } from '../verdicts/model.js';
@@ -27,12 +27,22 @@ export interface RealFaultOptions {
 /** The unprivileged uid/gid of permission faults (nobody/nogroup). */
 export const UNPRIVILEGED = { uid: 65534, gid: 65534 };
 
-/** Path of the built child script; real faults need `pnpm build` first. */
+/** Path of the built child script (`dist/real/child.js`); real faults need `pnpm build` first. */
 export function childScriptPath(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  // From src/ (tests) the built script is ../dist/child.js; from dist/ it is beside us.
-  const beside = join(here, 'child.js');
-  return existsSync(beside) ? beside : join(here, '..', '..', 'dist', 'real', 'child.js');
+  return builtFile(import.meta.url, 'real/child.js');
+}
+
+/**
+ * Path of the built power-loss child (`dist/real/powerloss-child.js`), the workload a power-loss
+ * sweep runs under strace (a `PowerLossRequest` as JSON in argv[2]).
+ */
+export function powerLossChildPath(): string {
+  return builtFile(import.meta.url, 'real/powerloss-child.js');
+}
+
+/** Path of the built race child (`dist/real/race-trace-child.js`): two racers in one traced process. */
+export function raceTraceChildPath(): string {
+  return builtFile(import.meta.url, 'real/race-trace-child.js');
 }
 
 /** Starts a child process of the harness (child.ts) with `request`, collecting its stdout lines. */

@@ -35,6 +35,10 @@ export function replayCommand(
 }
 
 /** The command that runs a backend's whole harness run again (for runs without a single-run replay). Pure. */
-export function rerunCommand(backend: string, quick: boolean, selectors?: Readonly<Record<string, string>>): string {
+export function rerunCommand(
+  backend: string,
+  quick: boolean,
+  selectors?: Readonly<Record<string, string>>,
+): string {
   return `tidemark harness ${backendSelector(backend, selectors)}${quick ? ' --quick' : ''}`;
 }

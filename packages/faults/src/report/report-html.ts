@@ -108,7 +108,11 @@ function renderMatrix(report: HarnessReport): string {
   return `<table class="matrix"><thead><tr><th>fault class</th>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
 }
 
-function renderReproduction(backend: string, reproduction: Reproduction | undefined, context: ReplayContext): string {
+function renderReproduction(
+  backend: string,
+  reproduction: Reproduction | undefined,
+  context: ReplayContext,
+): string {
   const { quick, selectors } = context;
   const items: string[] = [];
   const seed =

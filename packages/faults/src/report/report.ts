@@ -1,6 +1,6 @@
 import type { Violation } from '../verdicts/model.js';
-import { replayCommand, rerunCommand } from './replay-command.js';
 import type { RunOutcome, TypedErrorRecord } from '../workload/runner.js';
+import { replayCommand, rerunCommand } from './replay-command.js';
 
 /**
  * How to reproduce one run exactly. The error and crash sweeps are deterministic: the same

@@ -1,17 +1,8 @@
-// The PostgreSQL backend as a harness driver. `@tidemark/postgres` is loaded by name at run time,
-// as jsonl and sqlite are (drivers.ts): this package does not depend on it.
-import type { SessionStore } from '@tidemark/core';
 import type { EngineHarnessDriver, ServerFaultContext } from '@tidemark/faults';
 import { emptyOutcome } from '@tidemark/faults';
+import { openPostgresStore } from '../index.js';
 import { actionCellsPg } from './pg-action-cells.js';
-import {
-  dropSchema,
-  type PgEnv,
-  type PostgresOpener,
-  type PostgresOpenOptions,
-  scratchSchema,
-  serverUnreachable,
-} from './pg-env.js';
+import { dropSchema, type PgEnv, type PostgresOpener, scratchSchema, serverUnreachable } from './pg-env.js';
 import { proxyCellsPg } from './pg-proxy-cells.js';
 import { restartCellPg } from './pg-restart-cell.js';
 import { statementSweepPg } from './pg-statement-cells.js';
@@ -28,7 +19,7 @@ export type PgCellGroup = 'statements' | 'proxy' | 'restart' | 'actions';
 export interface PostgresDriverOptions {
   /** A superuser connection string (default {@link defaultPostgresUrl}). */
   url?: string;
-  /** Opens the store (default: `openPostgresStore` of `@tidemark/postgres`, loaded at run time). */
+  /** Opens the store (default: this package's `openPostgresStore`). */
   open?: PostgresOpener;
   /**
    * An unreachable server is a failing cell rather than an `n/a` one (default: `CI=true`, where
@@ -41,14 +32,6 @@ export interface PostgresDriverOptions {
   cells?: readonly PgCellGroup[];
   /** Report row backend name (default `postgres`). */
   name?: string;
-}
-
-type PostgresModule = { openPostgresStore(options: PostgresOpenOptions): Promise<SessionStore> };
-
-async function loadOpener(): Promise<PostgresOpener> {
-  const specifier = '@tidemark/postgres';
-  const { openPostgresStore } = (await import(specifier)) as PostgresModule;
-  return openPostgresStore;
 }
 
 function inCi(): boolean {
@@ -72,7 +55,7 @@ export function postgresDriver(options: PostgresDriverOptions = {}): EngineHarne
     kind: 'engine',
     injectsSteps: false,
     async create() {
-      const open = options.open ?? (await loadOpener());
+      const open: PostgresOpener = options.open ?? openPostgresStore;
       const schema = scratchSchema();
       return {
         open: () => open({ connectionString: url, schema, onWarning: () => undefined }),
@@ -81,16 +64,9 @@ export function postgresDriver(options: PostgresDriverOptions = {}): EngineHarne
     },
     serverFaults: {
       async run(context: ServerFaultContext) {
-        let open = options.open;
-        let unreachable: string | undefined;
-        try {
-          open ??= await loadOpener();
-          unreachable = await serverUnreachable(url);
-        } catch (error) {
-          // The bin runs this driver by default; an install without @tidemark/postgres has no cells.
-          unreachable = `@tidemark/postgres cannot be loaded: ${(error as Error).message}`;
-        }
-        if (unreachable !== undefined || open === undefined) {
+        const open: PostgresOpener = options.open ?? openPostgresStore;
+        const unreachable = await serverUnreachable(url);
+        if (unreachable !== undefined) {
           const required = options.requireServer ?? inCi();
           if (!required) {
             context.report.notApplicable(

@@ -1,60 +1,18 @@
+// `@tidemark/sqlite/harness`: the SQLite backend as a driver of the storage-fault harness, with
+// the checks only SQLite needs (its real faults, its settings read back, power loss replayed from a
+// system-call trace). `tidemark harness --backends sqlite` loads it through the same loader as a
+// third party's `--driver`.
 import { spawn } from 'node:child_process';
 import { promises as fsp } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
-import type { FileSystem, SessionStore, StoreOptions } from '@tidemark/core';
-import type { EngineHarnessDriver, FsHarnessDriver, FsLayout, RealFaultCase } from '@tidemark/faults';
-import { childScriptPath, GROUP_COMMIT_WORKLOAD } from '@tidemark/faults';
+import { join } from 'node:path';
+import type { StoreOptions } from '@tidemark/core';
+import type { EngineHarnessDriver, RealFaultCase } from '@tidemark/faults';
+import { builtFile, GROUP_COMMIT_WORKLOAD } from '@tidemark/faults';
+import { openSqliteStore } from '../index.js';
 import { sqlitePowerLoss } from './powerloss.js';
 import { sqliteRacePowerLoss } from './race-powerloss.js';
-import { sqliteSettingsCheck } from './settings.js';
-
-// The project's own backends are loaded by name at call time: this package depends on them only
-// for its own tests and runnable entry, and a third party using the harness needs neither.
-async function load<T>(specifier: string): Promise<T> {
-  return (await import(specifier)) as T;
-}
-
-type JsonlModule = {
-  openJsonlStore(options: { root: string; fs?: FileSystem } & StoreOptions): Promise<SessionStore>;
-};
-type SqliteModule = {
-  openSqliteStore(
-    options: {
-      path: string;
-      busyTimeoutMs?: number;
-      maxPageCount?: number;
-      beforeStorageStep?: (step: string, id?: string) => void;
-    } & StoreOptions,
-  ): Promise<SessionStore>;
-};
-
-/** JSONL's files: `<bucket>/<id>.jsonl` logs, `<root>/.quarantine/` (dot files are catalogs and temp files). */
-export const JSONL_LAYOUT: FsLayout = {
-  isLog: (path) =>
-    path.endsWith('.jsonl') && !basename(path).startsWith('.') && !path.includes('/.quarantine/'),
-  isQuarantine: (path) => path.includes('/.quarantine/'),
-};
-
-/** `@tidemark/jsonl` as an fs-kind driver (FaultyFs and CrashFs sweeps, real faults). */
-export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
-  return {
-    name: 'jsonl',
-    kind: 'fs',
-    durabilities: ['strict', 'relaxed'],
-    layout: JSONL_LAYOUT,
-    async open({ fs, root, durability }) {
-      const { openJsonlStore } = await load<JsonlModule>('@tidemark/jsonl');
-      return openJsonlStore({ ...options, ...(durability !== undefined && { durability }), root, fs });
-    },
-    real: {
-      location: 'dir',
-      module: '@tidemark/jsonl',
-      factory: 'openJsonlStore',
-      options: (root) => ({ root }),
-    },
-  };
-}
+import { SQLITE_OPEN_SPEC, sqliteSettingsCheck } from './settings.js';
 
 async function corruptFile(path: string, at: (size: number) => number, length: number): Promise<void> {
   const handle = await fsp.open(path, 'r+');
@@ -96,11 +54,9 @@ export function sqliteRealFaults(): RealFaultCase[] {
     {
       name: 'sqlite: locked by another process',
       async inflict(path) {
-        const child = spawn(
-          process.execPath,
-          [childScriptPath(), JSON.stringify({ mode: 'sqlite-lock', path })],
-          { stdio: ['pipe', 'pipe', 'inherit'] },
-        );
+        const child = spawn(process.execPath, [builtFile(import.meta.url, 'harness/lock-child.js'), path], {
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
         await new Promise<void>((resolve, reject) => {
           child.stdout.on('data', (chunk: Buffer) => {
             if (chunk.toString().includes('locked')) resolve();
@@ -218,7 +174,6 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     durabilities: ['strict', 'relaxed'],
     async create(mode) {
       const dir = await fsp.mkdtemp(join(tmpdir(), 'tidemark-sqlite-'));
-      const { openSqliteStore } = await load<SqliteModule>('@tidemark/sqlite');
       const path = join(dir, 'store.db');
       const opts = { ...options, ...(mode?.durability !== undefined && { durability: mode.durability }) };
       return {
@@ -243,7 +198,7 @@ export function sqliteDriver(options: StoreOptions = {}): EngineHarnessDriver {
     },
     real: {
       location: 'file',
-      module: '@tidemark/sqlite',
+      module: SQLITE_OPEN_SPEC.module,
       factory: 'openSqliteStore',
       options: (path) => ({ path }),
       appendsTogether: true,

@@ -7,7 +7,6 @@
 // else but a whole in-flight batch, and the store takes the next append.
 import { existsSync, promises as fsp } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { SessionStore } from '@tidemark/core';
 import type {
   EngineCheckSuite,
@@ -23,6 +22,7 @@ import {
   enumerateCrashChoices,
   killEventType,
   materializeTraced,
+  powerLossChildPath,
   type RunOutcome,
   sessionId,
   stateSignature,
@@ -42,13 +42,6 @@ import {
 
 /** The report row of the sweep. */
 export const POWER_LOSS_CELL = 'power loss (syscall trace)';
-
-/** Path of the built power-loss child (like `childScriptPath`: from src/ in tests, beside us in dist/). */
-export function powerLossChildPath(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, 'real', 'powerloss-child.js');
-  return existsSync(beside) ? beside : join(here, '..', 'dist', 'real', 'powerloss-child.js');
-}
 
 /** Options of {@link sqlitePowerLoss}. */
 export interface PowerLossOptions {

@@ -5,8 +5,7 @@
 // each sampled crash point the disk states are rebuilt, and two instances reopen each at once and
 // are checked as after any recovery of the race (concurrent.ts's checkRacersAfter).
 import { existsSync, promises as fsp } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type { EngineCheckSuite, RaceTraceRequest, ServerFaultContext } from '@tidemark/faults';
 import {
   Checker,
@@ -19,6 +18,7 @@ import {
   RACE_SESSIONS,
   RaceModel,
   raceEvents,
+  raceTraceChildPath,
   spread,
   stateSignature,
   straceWorks,
@@ -39,13 +39,6 @@ export const RACE_POWER_LOSS_CELL = `${CONCURRENT_CELL} (power loss, syscall tra
 
 /** Crash points of a quick run, spread evenly over those of the trace. */
 export const QUICK_RACE_POWER_LOSS_POINTS = 4;
-
-/** Path of the built traced child (from src/ in tests, beside us in dist/). */
-export function raceTraceChildPath(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const beside = join(here, 'real', 'race-trace-child.js');
-  return existsSync(beside) ? beside : join(here, '..', 'dist', 'real', 'race-trace-child.js');
-}
 
 /**
  * Folds one line of the traced child into the model (`try|ack|refused KEY WRITER FROM COUNT`);

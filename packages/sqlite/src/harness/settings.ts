@@ -7,16 +7,17 @@ import { existsSync, promises as fsp } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { JsonObject, SessionStore } from '@tidemark/core';
 import type { EngineCheckSuite, ServerFaultContext } from '@tidemark/faults';
-import { Checker, sessionId, workloadEvent } from '@tidemark/faults';
+import { builtFile, Checker, sessionId, workloadEvent } from '@tidemark/faults';
 
 /** A durability mode of contract §4 (`StoreOptions.durability`). */
 export type DurabilityMode = 'strict' | 'relaxed';
 
 /** How the SQLite checks open a store, in this process and in a traced child process. */
 export interface SqliteOpenSpec {
-  /** Module the store factory is imported from (a child resolves it from this package). */
+  /** Module the store factory is imported from, in this process and in a child (a file URL, or a name the child resolves). */
   module: string;
   /** Name of the async factory exported by `module`. */
   factory: string;
@@ -24,9 +25,9 @@ export interface SqliteOpenSpec {
   options(path: string, durability: DurabilityMode): JsonObject;
 }
 
-/** `@tidemark/sqlite` as the SQLite checks open it. */
+/** `@tidemark/sqlite` as the SQLite checks open it: this package's built entry, in any process. */
 export const SQLITE_OPEN_SPEC: SqliteOpenSpec = {
-  module: '@tidemark/sqlite',
+  module: pathToFileURL(builtFile(import.meta.url, 'index.js')).href,
   factory: 'openSqliteStore',
   options: (path, durability) => ({ path, durability }),
 };
@@ -69,18 +70,20 @@ interface CommitRecord {
 /**
  * Watches every better-sqlite3 connection of the store's module: the ones a call touches are
  * collected, and each COMMIT (prepared or executed) records the connection's `synchronous` level
- * just before it runs. better-sqlite3 is loaded from the store's own package, so this is the very
- * class the store uses. `restore()` puts the methods back.
+ * just before it runs. better-sqlite3 is this package's own, so this is the very class the store
+ * uses. `restore()` puts the methods back.
  */
-function watchConnections(module: string): {
+function watchConnections(): {
   connections: Set<Connection>;
   commits: CommitRecord[];
   label: { current: string };
   restore(): void;
 } {
-  const require = createRequire(import.meta.url);
-  const fromStore = createRequire(require.resolve(`${module}/package.json`));
-  const Database = fromStore('better-sqlite3') as { new (path: string): unknown; prototype: Prototype };
+  // This package's own better-sqlite3: the very class its stores use.
+  const Database = createRequire(import.meta.url)('better-sqlite3') as {
+    new (path: string): unknown;
+    prototype: Prototype;
+  };
   const probe = new Database(':memory:') as { prepare(sql: string): object; close(): void };
   const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Prototype;
   probe.close();
@@ -242,7 +245,7 @@ function checkCommits(
 async function runCase(spec: SqliteOpenSpec, testCase: SettingsCase, dir: string): Promise<Checker> {
   const check = new Checker();
   const path = join(dir, `${testCase.name.replace(/\W+/g, '-')}.db`);
-  const watch = watchConnections(spec.module);
+  const watch = watchConnections();
   try {
     const want = promised(testCase.mode, testCase.extra);
     const opened = await check.attempt('open', () => openFromSpec(spec, path, testCase.mode, testCase.extra));

@@ -1,0 +1,90 @@
+import {
+  concurrentPairs,
+  type HarnessOptions,
+  type HarnessReport,
+  PAIRS_CELL,
+  ReportBuilder,
+  runFaultHarness,
+} from '@tidemark/faults';
+import { describe, expect, it } from 'vitest';
+import {
+  engineConflictAsRetry,
+  engineHasWithoutHook,
+  engineSwallowingBusy,
+  engineSwallowingEacces,
+  engineUpdateLooksTwice,
+} from './fixtures/broken-engines.js';
+import { memoryFlushSwallowingErrors } from './fixtures/broken-writer.js';
+
+// Each broken engine variant (built over the memory reference store) must be caught in the cell
+// its bug belongs to; the JSONL variants are in packages/jsonl/test/harness/mutation.test.ts.
+const base: HarnessOptions = { quick: true, skip: ['real'], stopAfterFailures: 3 };
+
+function failing(report: HarnessReport, faultClass: string) {
+  return report.cells.find((cell) => cell.faultClass === faultClass && cell.status === 'fail');
+}
+
+describe('mutation check: the harness catches deliberately broken engine backends', () => {
+  it('(h) BUSY taken for success: engines are swept with EBUSY too, and the batch is lost', async () => {
+    const report = await runFaultHarness(engineSwallowingBusy(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EBUSY once');
+    expect(cell?.status).toBe('fail');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('(i) an operation that bypasses the fault hook: fault coverage fails', async () => {
+    const report = await runFaultHarness(engineHasWithoutHook(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'fault coverage (every operation)');
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.detail)).toContain(
+      'no injected fault ever made has() fail: the fault hook or port does not reach it',
+    );
+  }, 60_000);
+
+  it('(o) a different batch at a stored seq taken for a retry: CONFLICT expected, nothing written', async () => {
+    const report = await runFaultHarness(engineConflictAsRetry(), { ...base, skip: ['real'] });
+    expect(failing(report, 'no fault (baseline)')).toBeDefined();
+    expect(report.failures.map((f) => f.kind)).toContain('conflict-accepted');
+  }, 60_000);
+
+  it('(q) an errno class swallowed below the store: its cell fails for want of any typed error', async () => {
+    const report = await runFaultHarness(engineSwallowingEacces(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'EACCES once');
+    expect(cell?.faultsInjected ?? 0).toBeGreaterThan(0);
+    expect(cell?.status).toBe('fail');
+    // Its cell of the write-path workload fails the same way: nothing else does.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['outcome-missing']));
+  }, 60_000);
+
+  it('(y) an update that decides "damaged" from two looks: CORRUPT when racing a first append', async () => {
+    // The pair probe alone, as the quick run makes it: the rest of the harness has no such race.
+    const builder = new ReportBuilder();
+    await concurrentPairs(engineUpdateLooksTwice(), builder, {
+      quick: true,
+      mode: { durability: 'strict', sample: 1 },
+    });
+    const report = builder.build(true, new Date(), []);
+    const failed = report.cells.filter((c) => c.status === 'fail').map((c) => c.faultClass);
+    expect(failed).toEqual([PAIRS_CELL]);
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['race-error']));
+    expect(report.failures.map((f) => f.detail)).toContainEqual(
+      expect.stringMatching(
+        /^firstAppend × update: update\(sess-pair-\d-firstAppend-update\) by w1 answered CORRUPT$/,
+      ),
+    );
+  }, 60_000);
+});
+
+describe('mutation check: the harness catches a deliberately broken write path', () => {
+  it('(t) a flush that swallows the append error: it resolves with nothing acknowledged', async () => {
+    const report = await runFaultHarness(memoryFlushSwallowingErrors(), { quick: true, skip: ['real'] });
+    // Without a fault every flush is sound: only a fault on an append during a flush shows it.
+    const baseline = report.cells.find((c) => c.faultClass === 'write path: no fault (baseline)');
+    expect(baseline?.status).toBe('pass');
+    expect(failing(report, 'write path: EIO once')).toBeDefined();
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['flush-before-ack']));
+    // The backend is sound: the plain workload, which has no writer, passes every cell.
+    const failed = report.cells.filter((c) => c.status === 'fail').map((c) => c.faultClass);
+    expect(failed.every((faultClass) => faultClass.startsWith('write path: '))).toBe(true);
+  }, 60_000);
+});
