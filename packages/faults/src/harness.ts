@@ -10,6 +10,7 @@ import { damageSweepFs } from './sweeps/damage.js';
 import type { SweepMode } from './sweeps/mode.js';
 import { removalSweepFs } from './sweeps/removal-sweep.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps/sweeps.js';
+import { layoutGap, QUARANTINE_CHECK_ROW } from './verdicts/quarantine.js';
 import { WRITE_PATH } from './workload/write-path.js';
 
 /** Options of {@link runFaultHarness}. */
@@ -96,7 +97,12 @@ async function runEngineChecks(
   progress: Progress | undefined,
 ): Promise<void> {
   if (driver.engineChecks === undefined) {
-    report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+    // Only a driver with real-disk support has a SIGKILL row to point to.
+    const note =
+      driver.real === undefined
+        ? 'not a FileSystem-port backend, and no process of its own to kill (no driver.real): nothing outlives a crash to check'
+        : 'not a FileSystem-port backend; see SIGKILL';
+    report.notApplicable(driver.name, 'crash (power loss)', note);
     return;
   }
   for (const suite of driver.engineChecks) {
@@ -217,8 +223,13 @@ async function sweepOneMode(
     total.crashStates += raced.states;
   }
   // Damage to a file is the same whatever the mode that wrote it: swept once.
-  if (mode.durability === 'strict' && mode.workload === undefined)
+  if (mode.durability === 'strict' && mode.workload === undefined) {
     total.runs += await damageSweepFs(driver, report);
+    // The check every crash state gets, when the layout allows it; else a row says why not.
+    const noQuarantineCheck = layoutGap(driver.layout, 'quarantine');
+    if (noQuarantineCheck !== undefined)
+      report.notApplicable(driver.name, QUARANTINE_CHECK_ROW, noQuarantineCheck);
+  }
 }
 
 /**

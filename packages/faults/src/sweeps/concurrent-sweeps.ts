@@ -16,7 +16,7 @@ import { type FaultPlan, FaultyFs, SYNC_OPS } from '../fs/faulty-fs.js';
 import { memfsFileSystem } from '../fs/memfs-fs.js';
 import type { ReportBuilder } from '../report/report.js';
 import { RaceModel } from '../verdicts/concurrent-model.js';
-import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
+import { checkQuarantine, filesUnder, quarantineCheckApplies } from '../verdicts/quarantine.js';
 import { CONCURRENT_CELL, checkRacersAfter, runRace } from '../workload/concurrent.js';
 import { Checker } from '../workload/runner.js';
 import { inSample, modeClass, type SweepMode } from './mode.js';
@@ -296,7 +296,7 @@ export async function concurrentCrashSweepFs(
       }
       if (stores.length === 2) await checkRacersAfter(stores, model.clone(), stateCheck, open, true);
       else for (const store of stores) await stateCheck.attempt('close', () => store.close());
-      if (driver.layout !== undefined)
+      if (quarantineCheckApplies(driver.layout))
         checkQuarantine(driver.layout, state.files, filesUnder(fs.volume, '/'), stateCheck);
       report.add(
         driver.name,

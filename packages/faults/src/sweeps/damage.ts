@@ -8,7 +8,7 @@ import { memfsFileSystem } from '../fs/memfs-fs.js';
 import type { ReportBuilder } from '../report/report.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
-import { filesUnder } from '../verdicts/quarantine.js';
+import { filesUnder, layoutGap } from '../verdicts/quarantine.js';
 import { Checker, runWorkload } from '../workload/runner.js';
 import { removalProbe } from './removal-sweep.js';
 import { SWEEP_ROOT } from './sweeps.js';
@@ -31,6 +31,8 @@ export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuild
   await setup.attempt('close', () => opened.value.close());
   for (const session of model.sessions.values()) session.created = false;
   const files = filesUnder(base.volume, '/');
+  const noRepair = layoutGap(driver.layout, 'removal');
+  if (noRepair !== undefined) report.notApplicable(driver.name, 'damaged file + repair', noRepair);
   let runs = 0;
   for (const [path, bytes] of files) {
     if (report.enough) break;

@@ -16,7 +16,7 @@ import type { FsHarnessDriver, FsLayout } from '../drivers/driver.js';
 import { materialize } from '../fs/crash-fs.js';
 import type { ReportBuilder } from '../report/report.js';
 import type { ModelSession, WorkloadModel } from '../verdicts/model.js';
-import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
+import { checkQuarantine, filesUnder, layoutGap, quarantineCheckApplies } from '../verdicts/quarantine.js';
 import { Checker } from '../workload/runner.js';
 import { canonicalEvent, workloadEvent } from '../workload/workload.js';
 import { modeClass, STRICT_MODE, type SweepMode } from './mode.js';
@@ -166,7 +166,8 @@ export async function removalProbe(
     left.set(session, events);
   }
   await check.attempt('close', () => opened.value.close());
-  checkQuarantine(driver.layout, before, filesUnder(disk.volume as Volume, '/'), check);
+  if (quarantineCheckApplies(driver.layout))
+    checkQuarantine(driver.layout, before, filesUnder(disk.volume as Volume, '/'), check);
   await goesOn(open, left, call, check);
   return check;
 }
@@ -183,7 +184,12 @@ export async function removalSweepFs(
   mode: SweepMode = STRICT_MODE,
 ): Promise<number> {
   const { layout } = driver;
-  if (layout === undefined) return 0;
+  if (layout === undefined) {
+    const reason = layoutGap(layout, 'removal')!;
+    for (const call of ['tail cut', 'repair'] as const)
+      report.notApplicable(driver.name, modeClass(`crash + ${call}`, mode), reason);
+    return 0;
+  }
   let runs = 0;
   for (const { state, model, label } of states) {
     for (const call of ['tail cut', 'repair'] as const) {

@@ -15,7 +15,7 @@ import { memfsFileSystem } from '../fs/memfs-fs.js';
 import type { ReportBuilder } from '../report/report.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
-import { checkQuarantine, filesUnder } from '../verdicts/quarantine.js';
+import { checkQuarantine, filesUnder, quarantineCheckApplies } from '../verdicts/quarantine.js';
 import { reopenAndVerify } from '../verdicts/reread.js';
 import { Checker, emptyOutcome, runWorkload } from '../workload/runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
@@ -84,6 +84,7 @@ export function reportCoverage(
   complete: boolean,
   workload: readonly WorkloadStep[] = AGENT_WORKLOAD,
   mode: SweepMode = STRICT_MODE,
+  reached?: ReadonlySet<WorkloadStep['kind']>,
 ): void {
   if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
   const outcome = emptyOutcome();
@@ -91,7 +92,9 @@ export function reportCoverage(
   for (const kind of kinds.filter((k) => !failed.has(k)))
     outcome.violations.push({
       kind: 'uncovered-operation',
-      detail: `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
+      detail: reached?.has(kind)
+        ? `no injected fault ever made ${kind}() fail: faults were injected during it and it succeeded all the same (the backend swallows the error)`
+        : `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
     });
   report.add(
     backend,
@@ -100,6 +103,24 @@ export function reportCoverage(
     outcome,
     true,
   );
+}
+
+/**
+ * Which workload operations a run's injected faults landed in: the coverage cell tells an
+ * operation no fault reached (a hook or port it bypasses) from one that swallowed its fault.
+ */
+function injectionTracker(injected: () => number) {
+  const ops = new Set<WorkloadStep['kind']>();
+  let current: WorkloadStep['kind'] | undefined;
+  let before = 0;
+  return {
+    ops,
+    onStep(step: WorkloadStep | undefined): void {
+      if (current !== undefined && injected() > before) ops.add(current);
+      current = step?.kind;
+      before = injected();
+    },
+  };
 }
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
@@ -120,19 +141,21 @@ export async function runFsOnce(
   const opened = await check.attempt('open', () =>
     driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
   );
+  const tracker = injectionTracker(() => faulty.injected);
   if (opened.ok) {
     const workload = steps ?? mode.workload?.steps;
     await runWorkload(opened.value, model, check, {
       checkFailedAppend: once && plans.length > 0,
       ...(workload && { steps: workload }),
       extension: new WritePathRun(model, driver.writer),
+      onStep: (step) => tracker.onStep(step),
     });
     await closeQuietly(check, opened.value);
   }
   if (!opened.ok) check.openAnswer(opened.error);
   faulty.lift();
   await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT, durability }), model, check, false);
-  return { check, trace: faulty.trace, injected: faulty.injected };
+  return { check, trace: faulty.trace, injected: faulty.injected, injectedOps: tracker.ops };
 }
 
 /** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */
@@ -161,6 +184,7 @@ export async function errorSweepFs(
   const faults = planErrorSweep(ops, errnos, persistentErrnos).filter((_, i) => inSample(mode, i));
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
+  const reached = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const plan: FaultPlan = {
@@ -171,6 +195,7 @@ export async function errorSweepFs(
     };
     const run = await runFsOnce(driver, [plan], undefined, undefined, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
+    for (const kind of run.injectedOps) reached.add(kind);
     const entry = baseline.trace[fault.at - 1];
     const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
@@ -181,7 +206,7 @@ export async function errorSweepFs(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? AGENT_WORKLOAD;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, reached);
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -195,6 +220,7 @@ export async function runEngineOnce(
   const faults = new StepFaults(fault);
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
+  const tracker = injectionTracker(() => faults.injected);
   try {
     const opened = await check.attempt('open', () => storage.open(faults.inject));
     if (opened.ok) {
@@ -203,6 +229,7 @@ export async function runEngineOnce(
         checkFailedAppend: fault !== undefined && fault.mode === 'once',
         ...(workload !== undefined && { steps: workload }),
         extension: new WritePathRun(model, driver.writer),
+        onStep: (step) => tracker.onStep(step),
       });
       await closeQuietly(check, opened.value);
     } else check.openAnswer(opened.error);
@@ -211,7 +238,7 @@ export async function runEngineOnce(
   } finally {
     await storage.destroy();
   }
-  return { check, steps: faults.steps, injected: faults.injected };
+  return { check, steps: faults.steps, injected: faults.injected, injectedOps: tracker.ops };
 }
 
 /** Error sweep of an engine driver through its step injector. */
@@ -231,10 +258,12 @@ export async function errorSweepEngine(
   );
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
+  const reached = new Set<WorkloadStep['kind']>();
   for (const fault of faults) {
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
+    for (const kind of run.injectedOps) reached.add(kind);
     const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
@@ -244,7 +273,7 @@ export async function errorSweepEngine(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? driver.workload;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, reached);
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -357,7 +386,7 @@ export async function checkCrashState(
   const { durability } = mode;
   const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
   await reopenAndVerify(open, model.afterCrash(), check, true);
-  if (driver.layout !== undefined)
+  if (quarantineCheckApplies(driver.layout))
     checkQuarantine(driver.layout, state.files, filesUnder(fs.volume, '/'), check);
   return check;
 }

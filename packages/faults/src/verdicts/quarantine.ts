@@ -6,6 +6,29 @@ import type { Volume } from 'memfs';
 import type { FsLayout } from '../drivers/driver.js';
 import type { Checker } from '../workload/runner.js';
 
+/** The report row of the byte-for-byte quarantine check when it cannot run for a driver (`n/a`). */
+export const QUARANTINE_CHECK_ROW = 'removed bytes = quarantined bytes';
+
+/**
+ * Whether the byte-for-byte quarantine check applies to `layout`: a layout is declared and its
+ * logs only grow at their end (`logs` omitted or `'append'`). Pure.
+ */
+export function quarantineCheckApplies(layout: FsLayout | undefined): layout is FsLayout {
+  return layout !== undefined && (layout.logs ?? 'append') === 'append';
+}
+
+/**
+ * Why a check that needs the driver's layout does not run, or undefined when it does (`what`
+ * names the check). Pure.
+ */
+export function layoutGap(layout: FsLayout | undefined, what: 'removal' | 'quarantine'): string | undefined {
+  if (layout === undefined)
+    return 'the driver declares no layout (FsHarnessDriver.layout: which files are logs, which quarantine)';
+  if (what === 'quarantine' && !quarantineCheckApplies(layout))
+    return "logs are rewritten whole (layout.logs 'rewrite'): no byte prefix tells a removal from a rewrite; the tail cut and repair rows judge the events left";
+  return undefined;
+}
+
 /** Every file under `dir` of a memfs volume, with its bytes. */
 export function filesUnder(volume: Volume, dir: string): Map<string, Uint8Array> {
   const files = new Map<string, Uint8Array>();

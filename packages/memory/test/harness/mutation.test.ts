@@ -9,6 +9,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import {
   engineConflictAsRetry,
+  engineHasSwallowingFaults,
   engineHasWithoutHook,
   engineSwallowingBusy,
   engineSwallowingEacces,
@@ -38,6 +39,15 @@ describe('mutation check: the harness catches deliberately broken engine backend
     expect(cell?.status).toBe('fail');
     expect(report.failures.map((f) => f.detail)).toContain(
       'no injected fault ever made has() fail: the fault hook or port does not reach it',
+    );
+  }, 60_000);
+
+  it('(z) an operation that swallows its faults: fault coverage fails and blames the swallowing', async () => {
+    const report = await runFaultHarness(engineHasSwallowingFaults(), { quick: true, skip: ['real'] });
+    const cell = report.cells.find((c) => c.faultClass === 'fault coverage (every operation)');
+    expect(cell?.status).toBe('fail');
+    expect(report.failures.map((f) => f.detail)).toContain(
+      'no injected fault ever made has() fail: faults were injected during it and it succeeded all the same (the backend swallows the error)',
     );
   }, 60_000);
 
