@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { FIRST_PARTY_BACKENDS } from './drivers/loader.js';
+import { FIRST_PARTY_BACKENDS } from './drivers/first-party.js';
 
 /** Parsed command line of the harness entry. */
 export interface HarnessArgs {

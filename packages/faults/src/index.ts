@@ -10,6 +10,7 @@
 
 export * from './args.js';
 export * from './drivers/driver.js';
+export * from './drivers/first-party.js';
 export * from './drivers/loader.js';
 export * from './fs/crash-fs.js';
 export * from './fs/errno.js';

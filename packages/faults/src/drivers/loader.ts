@@ -6,9 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { HarnessDriver } from './driver.js';
-
-/** The backends of this project, each a package exporting `./harness` (`@tidemark/<name>/harness`). */
-export const FIRST_PARTY_BACKENDS = ['memory', 'jsonl', 'sqlite', 'postgres'] as const;
+import { FIRST_PARTY_BACKENDS } from './first-party.js';
 
 /**
  * A driver that cannot be loaded or is malformed. The harness entry prints its one-line message

@@ -1,7 +1,7 @@
 // The commands a report prints to run a reported run again. A backend is named on the command
 // line the way the run named it (`--backends jsonl`, `--driver /abs/path/driver.js`), so the
 // printed command runs as printed, from any directory.
-import { FIRST_PARTY_BACKENDS } from '../drivers/loader.js';
+import { FIRST_PARTY_BACKENDS } from '../drivers/first-party.js';
 
 /** `text` as one shell word (single-quoted unless it is plainly safe). Pure. */
 export function shellWord(text: string): string {

@@ -20,6 +20,7 @@ import { reopenAndVerify } from '../verdicts/reread.js';
 import { Checker, emptyOutcome, runWorkload } from '../workload/runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
 import { WritePathRun } from '../workload/write-path.js';
+import { injectionTracker } from './coverage.js';
 import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
 import { StepFaults } from './step-faults.js';
 
@@ -103,24 +104,6 @@ export function reportCoverage(
     outcome,
     true,
   );
-}
-
-/**
- * Which workload operations a run's injected faults landed in: the coverage cell tells an
- * operation no fault reached (a hook or port it bypasses) from one that swallowed its fault.
- */
-function injectionTracker(injected: () => number) {
-  const ops = new Set<WorkloadStep['kind']>();
-  let current: WorkloadStep['kind'] | undefined;
-  let before = 0;
-  return {
-    ops,
-    onStep(step: WorkloadStep | undefined): void {
-      if (current !== undefined && injected() > before) ops.add(current);
-      current = step?.kind;
-      before = injected();
-    },
-  };
 }
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
