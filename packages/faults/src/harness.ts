@@ -97,11 +97,13 @@ async function runEngineChecks(
   progress: Progress | undefined,
 ): Promise<void> {
   if (driver.engineChecks === undefined) {
-    // Only a driver with real-disk support has a SIGKILL row to point to.
+    // Point to the rows that do crash it: a SIGKILL needs real-disk support, a restart a server.
     const note =
-      driver.real === undefined
-        ? 'not a FileSystem-port backend, and no process of its own to kill (no driver.real): nothing outlives a crash to check'
-        : 'not a FileSystem-port backend; see SIGKILL';
+      driver.real !== undefined
+        ? 'not a FileSystem-port backend; see SIGKILL'
+        : driver.serverFaults !== undefined
+          ? 'not a FileSystem-port backend; see the server fault rows'
+          : 'not a FileSystem-port backend, and no process of its own to kill (no driver.real): nothing outlives a crash to check';
     report.notApplicable(driver.name, 'crash (power loss)', note);
     return;
   }

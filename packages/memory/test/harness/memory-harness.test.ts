@@ -11,5 +11,10 @@ describe('harness over the memory reference backend', () => {
     expect(eio?.faultsInjected).toBeGreaterThan(10);
     expect(eio?.errorsSurfaced).toBeGreaterThan(10);
     expect(report.totals[0]?.operationsSwept).toBeGreaterThan(10);
+    // Its crash row points to no SIGKILL row: memory has none (issue 23).
+    const crash = report.cells.find((cell) => cell.faultClass === 'crash (power loss)');
+    expect(crash?.status).toBe('n/a');
+    expect(crash?.note).not.toMatch(/SIGKILL/);
+    expect(report.cells.some((cell) => cell.faultClass.startsWith('SIGKILL'))).toBe(false);
   });
 });
