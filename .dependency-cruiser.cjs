@@ -50,7 +50,10 @@ module.exports = {
         "docs/architecture.md: a backend's harness driver (`./harness`) sits on its backend, core " +
         'and @tidemark/faults, an optional peer dependency; nothing else.',
       from: { path: harnessDriver },
-      to: { path: '^(packages|tooling)/', pathNot: ['^packages/$1/', '^packages/core/', '^packages/faults/'] },
+      to: {
+        path: '^(packages|tooling)/',
+        pathNot: ['^packages/$1/', '^packages/core/', '^packages/faults/'],
+      },
     },
     {
       name: 'contract-imports-no-backend-but-memory',
@@ -65,7 +68,7 @@ module.exports = {
       name: 'harness-core-imports-no-backend',
       severity: 'error',
       comment:
-        'Issue 23: the fault harness loads every backend, ours and a third party\'s, through its ' +
+        "Issue 23: the fault harness loads every backend, ours and a third party's, through its " +
         "driver module; its core imports no backend package and no engine's client (pg, better-sqlite3).",
       from: { path: '^packages/faults/src/' },
       to: { path: [`^packages/${backends}/`, engineClients] },

@@ -27,7 +27,8 @@ describe('import rules (.dependency-cruiser.cjs) on a fixture tree', () => {
         "export { s } from '../../jsonl/src/s.js';\nexport { m } from '../../memory/src/m.js';",
       'contract/src/k.ts':
         "export { s } from '../../jsonl/src/s.js';\nexport { m } from '../../memory/src/m.js';",
-      'jsonl/src/harness.ts': "export { d } from '../../faults/src/e.js';\nexport { q } from '../../sqlite/src/q.js';",
+      'jsonl/src/harness.ts':
+        "export { d } from '../../faults/src/e.js';\nexport { q } from '../../sqlite/src/q.js';",
       'jsonl/src/main.ts': "export { d } from '../../faults/src/e.js';",
       'faults/src/e.ts': 'export const d = 1;',
       'lifecycle/src/l.ts': "export { c } from '../../cli/src/c.js';",
