@@ -15,8 +15,10 @@ import { jsonlWithoutDirSync } from './fixtures/broken-jsonl.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
+// The repository's docs/ (this file is packages/jsonl/test/harness/).
 const SCREENSHOT = join(
   dirname(fileURLToPath(import.meta.url)),
+  '..',
   '..',
   '..',
   '..',
@@ -24,6 +26,8 @@ const SCREENSHOT = join(
   'harness-report.png',
 );
 const BROKEN = 'jsonl-no-dir-sync';
+// How a command line would have named the broken driver: its replay command names it so.
+const BROKEN_MODULE = '/home/me/project/broken-driver.js';
 
 if (!present && process.env.CI !== 'true')
   console.warn(`report-html-browser: skipped, ${CHROMIUM} is missing (apt-get install -y chromium)`);
@@ -46,6 +50,7 @@ function merge(a: HarnessReport, b: HarnessReport): HarnessReport {
     failures: [...a.failures, ...b.failures],
     failureCount: a.failureCount + b.failureCount,
     passed: a.passed && b.passed,
+    selectors: { ...a.selectors, ...b.selectors },
   };
 }
 
@@ -69,6 +74,7 @@ describe('harness-report.html in headless Chromium', () => {
         quick: true,
         skip: ['real', 'errors'],
         stopAfterFailures: 5,
+        selectors: { [BROKEN]: `--driver ${BROKEN_MODULE}` },
       });
       dir = await mkdtemp(join(tmpdir(), 'tidemark-report-html-'));
       const file = join(dir, 'harness-report.html');
@@ -117,7 +123,7 @@ describe('harness-report.html in headless Chromium', () => {
       expect(text).toMatch(/operation\s+\d+/);
       expect(text).toMatch(/seed\s+none: the run is deterministic/);
       expect(await run.locator('code.replay').innerText()).toMatch(
-        new RegExp(`^tidemark harness --backends ${BROKEN} --quick --replay crash:\\d+:\\d+$`),
+        new RegExp(`^tidemark harness --driver ${BROKEN_MODULE} --quick --replay crash:\\d+:\\d+$`),
       );
       await page.screenshot({ path: SCREENSHOT, fullPage: false });
     });
