@@ -19,6 +19,7 @@ import { runVerify } from './commands/verify.js';
 import { type Context, type Io, makeContext, print } from './context.js';
 import { CliError, describeFailure, EXIT_CODES } from './exit-codes.js';
 import { makeStyle } from './format.js';
+import { commandHelp } from './help.js';
 import { parseCommandLine, USAGE } from './options.js';
 import { StdoutClosedError } from './terminal.js';
 
@@ -71,7 +72,16 @@ async function dispatch(argv: readonly string[], io: Io, opened: SessionStore[])
     return EXIT_CODES.OK;
   }
   if (values.help || command === 'help') {
-    print(io, USAGE);
+    // `tidemark <command> --help` and `tidemark help <command>`: that command's help.
+    const topic = command === 'help' ? args[0] : command;
+    if (topic === 'harness') return runHarness(await makeContext(io, {}, [], opened), ['--help']);
+    if (topic === undefined) print(io, USAGE);
+    else {
+      const help = commandHelp(topic);
+      if (help === undefined)
+        throw new CliError('USAGE', `unknown command ${JSON.stringify(topic)} (tidemark --help)`);
+      print(io, help);
+    }
     return EXIT_CODES.OK;
   }
   if (command === undefined) {

@@ -22,6 +22,7 @@ Commands:
   harness [args...]                           run the storage-fault harness (@tidemark/faults)
   ui [--port N] [--json]                      a local read-only session browser (prints its URL)
 
+\`tidemark <command> --help\` (or \`tidemark help <command>\`) lists every option of a command.
 --json prints data as JSON on every command that prints data (export writes JSONL already).
 Progress goes to stderr only on a terminal, never with --json. NO_COLOR turns colour off.
 

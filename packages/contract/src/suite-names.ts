@@ -9,6 +9,7 @@
 export const contractSuites = [
   'round trip',
   'create',
+  'options',
   'append',
   'load',
   'boundary',

@@ -1,3 +1,4 @@
+import type { StoreOptions } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { contractCheck, contractChecks, modelBasedCheck, runContractCheck } from '../src/index.js';
 import { brokenStores } from './fixtures/broken-stores.js';
@@ -39,10 +40,33 @@ describe('the contract notices deliberately broken stores', () => {
     };
     for (const name of [
       'custom boundaryTypes replace the defaults',
+      'open refuses an unknown or misspelt option with INVALID naming it',
       'a batch with one bad event is rejected whole, with the path named, and the same seq then works',
     ]) {
       await expect(runContractCheck(contractCheck(name), dropsOptions), name).rejects.toThrow();
     }
+  });
+
+  // Guards the options check: a factory that keeps only the names it knows (a backend calling
+  // `super(options, where)` without its option names) accepts a typo silently and must fail it.
+  it('a backend that ignores unknown option names fails the options check', async () => {
+    const base = memoryDriver();
+    const known = new Set(['durability', 'boundaryTypes', 'maxEventBytes', 'maxDepth']);
+    const keep = (options?: StoreOptions) =>
+      options === undefined
+        ? undefined
+        : (Object.fromEntries(Object.entries(options).filter(([name]) => known.has(name))) as StoreOptions);
+    const lenient = {
+      ...base,
+      name: 'lenient options',
+      open: (options?: StoreOptions) => base.open(keep(options)),
+    };
+    await expect(
+      runContractCheck(
+        contractCheck('open refuses an unknown or misspelt option with INVALID naming it'),
+        lenient,
+      ),
+    ).rejects.toThrow(/unknown option "durabilty": expected INVALID, but it succeeded/);
   });
 
   it('a correct store passes every check when run directly', async () => {

@@ -68,7 +68,8 @@ export const QUICK_CRASH_LIMITS: CrashStateLimits = SAMPLED_CRASH_LIMITS;
 /** Full crash sweeps cut every pending write at every byte offset, whatever its length. */
 export const FULL_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: Number.POSITIVE_INFINITY };
 
-const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
+/** The errnos the quick run injects once at every operation. */
+export const QUICK_ERRNOS: readonly ErrnoName[] = ['EIO', 'ENOTDIR', 'EACCES', 'ENOSPC'];
 
 function noInjectorNote(driver: EngineHarnessDriver): string {
   return `no step injector; see ${driver.serverFaults === undefined ? 'real faults' : 'the server fault rows'}`;

@@ -5,6 +5,9 @@
 // another host's append, delete or rewrite, a saver behaves as in a process that has just started).
 // The hosts load the built package: build it before running these tests.
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
@@ -151,10 +154,16 @@ describe.each(backends)('two hosts over one $name store', (backend) => {
         const t = `race-${round}`;
         // Every other round the thread already holds a run: the race is then on its latest checkpoint.
         if (round % 2 === 1) await a.call('run', t, 'seed', { steps: 2 });
+        const dir = await mkdtemp(join(tmpdir(), 'tidemark-race-barrier-'));
         const [runA, runB] = await Promise.all([
-          settle(a.call<{ log: string[] }>('run', t, 'A', { steps: 3, delayMs: 40 })),
-          settle(b.call<{ log: string[] }>('run', t, 'B', { steps: 3, delayMs: 40 })),
+          settle(
+            a.call<{ log: string[] }>('run', t, 'A', { steps: 3, delayMs: 40, barrier: { dir, peer: 'B' } }),
+          ),
+          settle(
+            b.call<{ log: string[] }>('run', t, 'B', { steps: 3, delayMs: 40, barrier: { dir, peer: 'A' } }),
+          ),
         ]);
+        await rm(dir, { recursive: true, force: true });
         const done = [runA, runB].filter((r) => r.error === undefined);
         const failed = [runA, runB].filter((r) => r.error !== undefined);
         expect(done, `round ${round}: ${failed.map((f) => String(f.error)).join('; ')}`).toHaveLength(1);

@@ -23,13 +23,21 @@ describe('published packages', () => {
     }
     const files = readdirSync(tarballs).sort();
     expect(files).toHaveLength(2);
-    for (const file of files) {
-      const listing = run('tar', ['-tzf', join(tarballs, file)], work);
+    const listings = new Map(files.map((file) => [file, run('tar', ['-tzf', join(tarballs, file)], work)]));
+    for (const listing of listings.values()) {
       expect(listing).toContain('package/dist/index.js');
       expect(listing).toContain('package/dist/index.d.ts');
-      expect(listing).not.toContain('package/src/');
       expect(listing).not.toContain('package/test/');
     }
+    // "Writing a backend" is complete from the tarballs: the guide ships in core, and the worked
+    // example it points to (the memory store's source) in memory, and no other source file.
+    const core = listings.get(files.find((f) => f.includes('core'))!)!;
+    const memory = listings.get(files.find((f) => f.includes('memory'))!)!;
+    expect(core).toContain('package/docs/writing-a-backend.md');
+    expect(core).not.toContain('package/src/');
+    expect(memory.split('\n').filter((line) => line.startsWith('package/src/'))).toEqual([
+      'package/src/store.ts',
+    ]);
 
     const app = join(work, 'app');
     run('mkdir', ['-p', app], work);

@@ -7,6 +7,7 @@ import { deleteChecks } from './delete.js';
 import { listChecks } from './list.js';
 import { loadChecks } from './load.js';
 import { oneInstanceChecks } from './one-instance.js';
+import { optionsChecks } from './options.js';
 import { readChecks } from './read.js';
 import { roundTripChecks } from './round-trip.js';
 import { twoInstancesChecks } from './two-instances.js';
@@ -19,6 +20,7 @@ import { updateChecks } from './update.js';
 export const contractChecks: readonly ContractCheck[] = [
   ...roundTripChecks,
   ...createChecks,
+  ...optionsChecks,
   ...appendChecks,
   ...loadChecks,
   ...boundaryChecks,

@@ -6,7 +6,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { formatReportHtml, type HarnessReport, runFaultHarness } from '@tidemark/faults';
+import {
+  errorSweepFs,
+  formatReportHtml,
+  type HarnessReport,
+  QUICK_ERRNOS,
+  ReportBuilder,
+  runFaultHarness,
+} from '@tidemark/faults';
 import { memoryDriver } from '@tidemark/memory/harness';
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,9 +74,15 @@ describe('harness-report.html in headless Chromium', () => {
     const requests: string[] = [];
 
     beforeAll(async () => {
-      // The real backends in full quick runs (no SIGKILL phase: it needs built code), and the
+      // Green cells from the real backends: memory in a whole quick run (no SIGKILL phase: it
+      // needs built code) and JSONL's quick error sweep (its crash sweeps are the CLI's
+      // harness-quick test; here they would only add green cells at minutes of cost), and the
       // broken one until a few violations are found.
-      const real = await runFaultHarness([memoryDriver(), jsonlDriver()], { quick: true, skip: ['real'] });
+      const memory = await runFaultHarness(memoryDriver(), { quick: true, skip: ['real'] });
+      const jsonl = new ReportBuilder();
+      const jsonlStarted = new Date();
+      await errorSweepFs(jsonlDriver(), jsonl, QUICK_ERRNOS, ['EIO']);
+      const real = merge(memory, jsonl.build(true, jsonlStarted, []));
       const broken = await runFaultHarness([jsonlWithoutDirSync()], {
         quick: true,
         skip: ['real', 'errors'],

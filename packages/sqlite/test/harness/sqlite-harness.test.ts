@@ -1,26 +1,7 @@
-import { formatReportTable, makeErrnoError, runEngineOnce, runFaultHarness } from '@tidemark/faults';
+import { makeErrnoError, runEngineOnce } from '@tidemark/faults';
 import { describe, expect, it } from 'vitest';
+// The quick harness over the real SQLite store, cell by cell, is the CLI's harness-quick test.
 import { sqliteCodeForErrno, sqliteDriver, sqliteErrorFor } from '../../src/harness/index.js';
-
-describe('harness over the SQLite backend', () => {
-  it('sweeps injected errors through its step hook and finds no violation', async () => {
-    const report = await runFaultHarness(sqliteDriver(), { quick: true, skip: ['real'] });
-    if (report.failures.length > 0) console.log(formatReportTable(report));
-    expect(report.failures).toEqual([]);
-    expect(report.cells.some((cell) => cell.faultClass === 'injected errors' && cell.status === 'n/a')).toBe(
-      false,
-    );
-    // Opening, migrating, and each statement of the workload: well over the workload's 19 calls.
-    expect(report.totals[0]?.operationsSwept).toBeGreaterThan(50);
-    for (const faultClass of ['EIO once', 'ENOSPC once', 'EACCES once', 'EIO persistent']) {
-      const cell = report.cells.find((c) => c.faultClass === faultClass);
-      expect(cell?.status, faultClass).toBe('pass');
-      expect(cell?.faultsInjected, faultClass).toBe(cell?.runs);
-      expect(cell?.faultsInjected, faultClass).toBeGreaterThan(50);
-      expect(cell?.errorsSurfaced, faultClass).toBeGreaterThanOrEqual(cell?.faultsInjected ?? 1);
-    }
-  }, 900_000);
-});
 
 describe('the SQLite workload', () => {
   it('issues appends to different sessions together, so the sweep steps through shared commits', async () => {

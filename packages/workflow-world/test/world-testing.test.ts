@@ -1,0 +1,40 @@
+// Workflow DevKit's own conformance suite for Worlds, @workflow/world-testing's createTestSuite,
+// run in full against this World on JSONL, SQLite and PostgreSQL. Each case starts world-testing's
+// server (a child process running real workflows through `workflow` and world-local's queue) on
+// test/fixtures/tidemark-world.mjs, with a store of its own.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestSuite } from '@workflow/world-testing';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { dropSchemas, postgresAnswers } from './backends.js';
+
+const WORLD = './test/fixtures/tidemark-world.mjs';
+const root = mkdtempSync(join(tmpdir(), 'tidemark-ww-suite-'));
+const schema = `ww_suite_${process.pid}`;
+
+function withStore(address: string): void {
+  beforeAll(() => {
+    process.env.TIDEMARK_WORLD_STORE = address;
+    process.env.TIDEMARK_WORLD_PER_PROCESS = '1';
+    process.env.TIDEMARK_WORLD_QUEUE_DIR = join(root, 'queue');
+  });
+}
+
+describe('world-testing on JSONL', () => {
+  withStore(`jsonl:${join(root, 'jsonl')}`);
+  createTestSuite(WORLD);
+});
+
+describe('world-testing on SQLite', () => {
+  withStore(`sqlite:${join(root, 'runs.db')}`);
+  createTestSuite(WORLD);
+});
+
+describe.runIf(await postgresAnswers())('world-testing on PostgreSQL', () => {
+  withStore(`postgres:${schema}`);
+  createTestSuite(WORLD);
+  afterAll(() => dropSchemas(schema));
+});
+
+afterAll(() => rmSync(root, { recursive: true, force: true }));
