@@ -18,9 +18,9 @@ import {
   makeErrnoError,
   materialize,
   memfsFileSystem,
-  sqliteDriver,
 } from '@tidemark/faults';
 import { openJsonlStore } from '@tidemark/jsonl';
+import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
 import {
   checkStore,

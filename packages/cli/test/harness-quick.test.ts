@@ -74,6 +74,13 @@ describe('tidemark harness --quick over every backend', () => {
     expect(eio.faultsInjected).toBeGreaterThan(10);
     expect(eio.errorsSurfaced).toBeGreaterThan(10);
     expect(totalsOf('memory')?.operationsSwept).toBeGreaterThan(10);
+    // Its crash row points to no SIGKILL row: memory has none (issue 23).
+    const crash = cellOf('memory', 'crash (power loss)');
+    expect(crash.status).toBe('n/a');
+    expect(crash.note).not.toMatch(/SIGKILL/);
+    expect(report.cells.some((c) => c.backend === 'memory' && c.faultClass.startsWith('SIGKILL'))).toBe(
+      false,
+    );
   });
 
   it('jsonl: the error, crash, recovery, write-path and kill sweeps all ran', () => {

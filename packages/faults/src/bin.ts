@@ -1,26 +1,20 @@
 #!/usr/bin/env node
-// Runnable entry of the fault harness:
-//   node dist/bin.js [--quick] [--backends memory,jsonl,sqlite,postgres] [--out DIR]
-//   node dist/bin.js --backends jsonl [--quick] --replay ID   (one run of a report again)
+// Runnable entry of the fault harness (`tidemark harness` runs it; `--help` has every flag):
+//   tidemark-harness [--quick] [--backends memory,jsonl,...] [--driver MODULE]... [--out DIR]
+//   tidemark-harness --driver ./driver.js [--quick] --replay ID   (one run of a report again)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type HarnessArgs, parseHarnessArgs } from './args.js';
-import type { HarnessDriver } from './driver.js';
-import { jsonlDriver, sqliteDriver } from './drivers.js';
+import { HARNESS_USAGE, type HarnessArgs, parseHarnessArgs } from './args.js';
+import {
+  HarnessSetupError,
+  type LoadedDriver,
+  loadFirstPartyDriver,
+  loadHarnessDriver,
+} from './drivers/loader.js';
 import { runFaultHarness } from './harness.js';
-import { memoryDriver } from './memory-driver.js';
 import { replayRun } from './replay.js';
-import { formatReportMarkdown, formatReportTable } from './report.js';
-import { formatReportHtml } from './report-html.js';
-import { postgresDriver } from './server/pg-driver.js';
-
-const DRIVERS: Record<string, () => HarnessDriver> = {
-  memory: memoryDriver,
-  jsonl: () => jsonlDriver(),
-  sqlite: () => sqliteDriver(),
-  // TIDEMARK_PG_URL or the local server; without one its cells are n/a (a failing cell with CI=true).
-  postgres: () => postgresDriver(),
-};
+import { formatReportMarkdown, formatReportTable } from './report/report.js';
+import { formatReportHtml } from './report/report-html.js';
 
 // A reader that went away (`| head`) is no failure: the report files are written all the same.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -39,23 +33,38 @@ function progressReporter(): ((phase: string, done: number, total: number) => vo
   };
 }
 
-function makeDrivers(names: readonly string[]): HarnessDriver[] {
-  return names.map((name) => {
-    const make = DRIVERS[name];
-    if (make === undefined)
-      throw new Error(`unknown backend ${name}; known: ${Object.keys(DRIVERS).join(', ')}`);
-    return make();
-  });
+/**
+ * Every driver the command line names, each through the one loader: `--backends NAME` is the
+ * module `@tidemark/NAME/harness`, `--driver` a path or package. Two drivers of one name would
+ * share their report rows: a setup error.
+ */
+async function loadDrivers(args: HarnessArgs): Promise<LoadedDriver[]> {
+  const options = { resolveFrom: args.resolveFrom };
+  const loaded: LoadedDriver[] = [];
+  for (const name of args.backends) loaded.push(await loadFirstPartyDriver(name, options));
+  for (const spec of args.drivers) loaded.push(await loadHarnessDriver(spec, options));
+  const seen = new Set<string>();
+  for (const { driver, selector } of loaded) {
+    if (seen.has(driver.name))
+      throw new HarnessSetupError(
+        `driver ${selector}: name ${JSON.stringify(driver.name)} is taken by another driver`,
+      );
+    seen.add(driver.name);
+  }
+  if (loaded.length === 0)
+    throw new HarnessSetupError('no backend to run (--backends LIST or --driver MODULE)');
+  return loaded;
 }
 
 /** `--replay ID`: one run again, its outcome on stdout; status 1 when it still violates. */
 async function replay(args: HarnessArgs, id: string): Promise<number> {
-  if (args.backends.length !== 1) throw new Error('--replay needs exactly one backend (--backends NAME)');
-  const [driver] = makeDrivers(args.backends);
-  const result = await replayRun(driver!, id, args.quick);
+  if (args.backends.length + args.drivers.length !== 1)
+    throw new Error('--replay needs exactly one backend (--backends NAME or --driver MODULE)');
+  const [{ driver }] = (await loadDrivers(args)) as [LoadedDriver];
+  const result = await replayRun(driver, id, args.quick);
   const { outcome } = result;
   const lines = [
-    `${driver!.name}: ${result.fault}${result.injected ? '' : ' (not injected)'}`,
+    `${driver.name}: ${result.fault}${result.injected ? '' : ' (not injected)'}`,
     outcome.firstError === undefined
       ? 'no typed error'
       : `first typed error: ${outcome.firstError.step ?? '-'} ${outcome.firstError.call}: ${outcome.firstError.code}${outcome.firstError.errno ? ` (${outcome.firstError.errno})` : ''}: ${outcome.firstError.message}`,
@@ -70,14 +79,22 @@ async function replay(args: HarnessArgs, id: string): Promise<number> {
 
 async function main(): Promise<number> {
   const args = parseHarnessArgs(process.argv.slice(2));
+  if (args.help) {
+    process.stdout.write(HARNESS_USAGE);
+    return 0;
+  }
   if (args.replay !== undefined) return replay(args, args.replay);
-  const drivers = makeDrivers(args.backends);
+  const loaded = await loadDrivers(args);
   const progress = progressReporter();
-  const report = await runFaultHarness(drivers, {
-    quick: args.quick,
-    ...(progress !== undefined && { progress }),
-    ...(args.kills !== undefined && { kills: args.kills }),
-  });
+  const report = await runFaultHarness(
+    loaded.map((l) => l.driver),
+    {
+      selectors: Object.fromEntries(loaded.map((l) => [l.driver.name, l.selector])),
+      quick: args.quick,
+      ...(progress !== undefined && { progress }),
+      ...(args.kills !== undefined && { kills: args.kills }),
+    },
+  );
   const out = resolve(args.out);
   mkdirSync(out, { recursive: true });
   writeFileSync(join(out, 'harness-report.json'), `${JSON.stringify(report, null, 2)}\n`);

@@ -1,16 +1,17 @@
-import { concurrentPairs } from './concurrent-pairs.js';
-import { concurrentProcesses } from './concurrent-real.js';
-import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
-import type { CrashStateLimits } from './crash-fs.js';
-import { damageSweepFs } from './damage.js';
-import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
-import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
-import type { SweepMode } from './mode.js';
-import { type RealFaultOptions, runRealFaults } from './real.js';
-import { removalSweepFs } from './removal-sweep.js';
-import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
-import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
-import { WRITE_PATH } from './write-path.js';
+import type { EngineHarnessDriver, HarnessDriver } from './drivers/driver.js';
+import type { CrashStateLimits } from './fs/crash-fs.js';
+import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './fs/errno.js';
+import { concurrentProcesses } from './real/concurrent-real.js';
+import { type RealFaultOptions, runRealFaults } from './real/real.js';
+import { type BackendTotals, type HarnessReport, ReportBuilder } from './report/report.js';
+import { concurrentPairs } from './sweeps/concurrent-pairs.js';
+import { concurrentCrashSweepFs, concurrentErrorSweep } from './sweeps/concurrent-sweeps.js';
+import { damageSweepFs } from './sweeps/damage.js';
+import type { SweepMode } from './sweeps/mode.js';
+import { removalSweepFs } from './sweeps/removal-sweep.js';
+import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps/sweeps.js';
+import { layoutGap, QUARANTINE_CHECK_ROW } from './verdicts/quarantine.js';
+import { WRITE_PATH } from './workload/write-path.js';
 
 /** Options of {@link runFaultHarness}. */
 export interface HarnessOptions {
@@ -43,6 +44,12 @@ export interface HarnessOptions {
   stopAfterFailures?: number;
   /** Called as runs complete, for a progress indicator. */
   progress?: Progress;
+  /**
+   * How the command line selects each driver, by driver name (`--driver /abs/driver.js`), kept in
+   * the report so that its replay commands run as printed (default: `--backends NAME` for a
+   * first-party name).
+   */
+  selectors?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -91,7 +98,14 @@ async function runEngineChecks(
   progress: Progress | undefined,
 ): Promise<void> {
   if (driver.engineChecks === undefined) {
-    report.notApplicable(driver.name, 'crash (power loss)', 'not a FileSystem-port backend; see SIGKILL');
+    // Point to the rows that do crash it: a SIGKILL needs real-disk support, a restart a server.
+    const note =
+      driver.real !== undefined
+        ? 'not a FileSystem-port backend; see SIGKILL'
+        : driver.serverFaults !== undefined
+          ? 'not a FileSystem-port backend; see the server fault rows'
+          : 'not a FileSystem-port backend, and no process of its own to kill (no driver.real): nothing outlives a crash to check';
+    report.notApplicable(driver.name, 'crash (power loss)', note);
     return;
   }
   for (const suite of driver.engineChecks) {
@@ -212,8 +226,13 @@ async function sweepOneMode(
     total.crashStates += raced.states;
   }
   // Damage to a file is the same whatever the mode that wrote it: swept once.
-  if (mode.durability === 'strict' && mode.workload === undefined)
+  if (mode.durability === 'strict' && mode.workload === undefined) {
     total.runs += await damageSweepFs(driver, report);
+    // The check every crash state gets, when the layout allows it; else a row says why not.
+    const noQuarantineCheck = layoutGap(driver.layout, 'quarantine');
+    if (noQuarantineCheck !== undefined)
+      report.notApplicable(driver.name, QUARANTINE_CHECK_ROW, noQuarantineCheck);
+  }
 }
 
 /**
@@ -283,5 +302,5 @@ export async function runFaultHarness(
     total.durationMs = Date.now() - t0;
     totals.push(total);
   }
-  return report.build(quick, started, totals);
+  return report.build(quick, started, totals, options.selectors);
 }

@@ -2,14 +2,20 @@
 // and crash sweeps are deterministic, so the same id gives the same fault at the same operation,
 // or the same crash state, and the same outcome.
 
-import { crashStatesAt } from './crash-fs.js';
-import type { HarnessDriver } from './driver.js';
-import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
+import type { HarnessDriver } from './drivers/driver.js';
+import { crashStatesAt } from './fs/crash-fs.js';
+import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './fs/errno.js';
 import { FULL_CRASH_LIMITS, QUICK_CRASH_LIMITS } from './harness.js';
-import type { SweepMode } from './mode.js';
-import type { RunOutcome } from './runner.js';
-import { checkCrashState, type ErrorFault, recordCrashPoints, runEngineOnce, runFsOnce } from './sweeps.js';
-import { WRITE_PATH } from './write-path.js';
+import type { SweepMode } from './sweeps/mode.js';
+import {
+  checkCrashState,
+  type ErrorFault,
+  recordCrashPoints,
+  runEngineOnce,
+  runFsOnce,
+} from './sweeps/sweeps.js';
+import type { RunOutcome } from './workload/runner.js';
+import { WRITE_PATH } from './workload/write-path.js';
 
 /** What {@link replayRun} found. */
 export interface ReplayResult {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RaceSession, raceEvents, spread } from '../src/index.js';
-import { canonicalEvent } from '../src/workload.js';
+import { canonicalEvent } from '../src/workload/workload.js';
 
 const texts = (writer: string, from: number, count: number) =>
   raceEvents(writer, 'x', from, count).map(canonicalEvent);

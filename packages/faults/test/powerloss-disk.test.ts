@@ -4,7 +4,6 @@ import {
   type CrashChoice,
   decodeStraceString,
   enumerateCrashChoices,
-  isCrashPoint,
   materializeTraced,
   parseStraceLog,
   TracedDisk,
@@ -118,19 +117,6 @@ describe('the disk states a power loss leaves', () => {
       c.label.startsWith('unlink'),
     );
     expect(lost?.label).toBe('unlink wal lost, all else kept');
-  });
-
-  it('checks the quick run at acknowledgements, right before syncs and at the end', () => {
-    const ops: TraceOp[] = [
-      W('/r/a', 0, 'x'),
-      W('/r/a', 1, 'y'),
-      { kind: 'sync', path: '/r/a' },
-      { kind: 'say', line: 'ack p0 0 1' },
-      { kind: 'say', line: 'try p0 1 1' },
-      W('/r/a', 2, 'z'),
-    ];
-    expect(ops.map((_, i) => isCrashPoint(ops, i, true))).toEqual([false, true, false, true, false, true]);
-    expect(ops.map((_, i) => isCrashPoint(ops, i, false))).toEqual([true, true, true, true, false, true]);
   });
 });
 

@@ -1,5 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { Checker, checkQuarantine, JSONL_LAYOUT } from '../src/index.js';
+import {
+  Checker,
+  checkQuarantine,
+  type FsLayout,
+  layoutGap,
+  QUARANTINE_CHECK_ROW,
+  quarantineCheckApplies,
+  ReportBuilder,
+  removalSweepFs,
+} from '../src/index.js';
+
+// A JSONL-like layout: the check knows files only by these roles.
+const JSONL_LAYOUT: FsLayout = {
+  isLog: (path) => path.endsWith('.jsonl') && !path.includes('/.quarantine/'),
+  isQuarantine: (path) => path.includes('/.quarantine/'),
+};
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const LOG = '/store/sessions/cwd-1/sess-a.jsonl';
@@ -44,5 +59,39 @@ describe('removed bytes = quarantined bytes', () => {
       check,
     );
     expect(check.outcome.violations.map((v) => v.kind)).toEqual(['unquarantined-bytes']);
+  });
+});
+
+describe('what the layout lets the harness check', () => {
+  it('checks bytes only for logs that grow at their end; a rewritten log would look like a removal', () => {
+    expect(quarantineCheckApplies(JSONL_LAYOUT)).toBe(true);
+    expect(quarantineCheckApplies({ ...JSONL_LAYOUT, logs: 'append' })).toBe(true);
+    const rewrite: FsLayout = { ...JSONL_LAYOUT, logs: 'rewrite' };
+    expect(quarantineCheckApplies(rewrite)).toBe(false);
+    expect(quarantineCheckApplies(undefined)).toBe(false);
+    // Why it must not run there: a whole-file rewrite changes bytes before the end.
+    const check = new Checker();
+    checkQuarantine(rewrite, new Map([[LOG, enc('{"n":1}')]]), new Map([[LOG, enc('{"n":2}')]]), check);
+    expect(check.outcome.violations.map((v) => v.kind)).toEqual(['unquarantined-bytes']);
+    expect(layoutGap(rewrite, 'quarantine')).toMatch(/rewritten whole/);
+    expect(layoutGap(rewrite, 'removal')).toBeUndefined();
+    expect(layoutGap(undefined, 'removal')).toMatch(/declares no layout/);
+  });
+
+  it('shows the tail cut and repair rows as n/a with the reason when a driver has no layout', async () => {
+    const report = new ReportBuilder();
+    const driver = {
+      name: 'no-layout',
+      kind: 'fs' as const,
+      open: () => Promise.reject(new Error('not opened: there is nothing to sweep without a layout')),
+    };
+    expect(await removalSweepFs(driver, report, [], { durability: 'relaxed', sample: 1 })).toBe(0);
+    const cells = report.build(true, new Date(), []).cells;
+    expect(cells.map((c) => [c.faultClass, c.status])).toEqual([
+      ['crash + tail cut [relaxed]', 'n/a'],
+      ['crash + repair [relaxed]', 'n/a'],
+    ]);
+    expect(cells.every((c) => /declares no layout/.test(c.note ?? ''))).toBe(true);
+    expect(QUARANTINE_CHECK_ROW).toBe('removed bytes = quarantined bytes');
   });
 });

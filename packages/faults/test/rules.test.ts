@@ -203,16 +203,20 @@ describe('parseHarnessArgs', () => {
     expect(parseHarnessArgs([])).toEqual({
       quick: false,
       backends: ['memory', 'jsonl', 'sqlite', 'postgres'],
+      drivers: [],
       out: '.',
+      resolveFrom: [],
     });
     expect(parseHarnessArgs(['--quick', '--backends', 'jsonl', '--out=/tmp/r', '--kills', '5'])).toEqual({
       quick: true,
       backends: ['jsonl'],
+      drivers: [],
       out: '/tmp/r',
+      resolveFrom: [],
       kills: 5,
     });
-    expect(() => parseHarnessArgs(['--bogus'])).toThrow(/unknown argument/);
-    expect(() => parseHarnessArgs(['--out'])).toThrow(/needs a value/);
+    expect(() => parseHarnessArgs(['--bogus'])).toThrow(/Unknown option '--bogus'/);
+    expect(() => parseHarnessArgs(['--out'])).toThrow(/--out <value>' argument missing/);
   });
 });
 

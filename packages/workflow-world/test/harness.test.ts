@@ -17,9 +17,9 @@ import {
   makeErrnoError,
   materialize,
   memfsFileSystem,
-  sqliteDriver,
 } from '@tidemark/faults';
 import { openJsonlStore } from '@tidemark/jsonl';
+import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
 import { checkRun, continueRun, Ledger, type LedgerSnapshot, runWorkload } from './harness-workload.js';
 import { newRunId } from './world-fixtures.js';

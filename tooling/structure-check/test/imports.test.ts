@@ -25,6 +25,12 @@ describe('import rules (.dependency-cruiser.cjs) on a fixture tree', () => {
       'sqlite/src/q.ts': 'export const q = 1;',
       'faults/src/d.ts':
         "export { s } from '../../jsonl/src/s.js';\nexport { m } from '../../memory/src/m.js';",
+      'contract/src/k.ts':
+        "export { s } from '../../jsonl/src/s.js';\nexport { m } from '../../memory/src/m.js';",
+      'jsonl/src/harness.ts':
+        "export { d } from '../../faults/src/e.js';\nexport { q } from '../../sqlite/src/q.js';",
+      'jsonl/src/main.ts': "export { d } from '../../faults/src/e.js';",
+      'faults/src/e.ts': 'export const d = 1;',
       'lifecycle/src/l.ts': "export { c } from '../../cli/src/c.js';",
       'cli/src/c.ts': 'export const c = 1;',
     };
@@ -70,12 +76,32 @@ describe('import rules (.dependency-cruiser.cjs) on a fixture tree', () => {
     expect(rulesOf('memory/src/m.ts', 'core/src/b.ts')).toEqual(['cross-package-by-name']);
   });
 
-  it('forbids the test kits importing a backend other than memory', () => {
+  it('forbids the harness core importing any backend, and the contract suite one other than memory', () => {
     expect(rulesOf('faults/src/d.ts', 'jsonl/src/s.ts')).toEqual([
       'cross-package-by-name',
-      'test-kits-import-no-backend-but-memory',
+      'harness-core-imports-no-backend',
     ]);
-    expect(rulesOf('faults/src/d.ts', 'memory/src/m.ts')).toEqual(['cross-package-by-name']);
+    expect(rulesOf('faults/src/d.ts', 'memory/src/m.ts')).toEqual([
+      'cross-package-by-name',
+      'harness-core-imports-no-backend',
+    ]);
+    expect(rulesOf('contract/src/k.ts', 'jsonl/src/s.ts')).toEqual([
+      'contract-imports-no-backend-but-memory',
+      'cross-package-by-name',
+    ]);
+    expect(rulesOf('contract/src/k.ts', 'memory/src/m.ts')).toEqual(['cross-package-by-name']);
+  });
+
+  it("lets a backend's harness driver, and only it, import the harness", () => {
+    expect(rulesOf('jsonl/src/harness.ts', 'faults/src/e.ts')).toEqual(['cross-package-by-name']);
+    expect(rulesOf('jsonl/src/harness.ts', 'sqlite/src/q.ts')).toEqual([
+      'backend-harness-imports-core-and-faults',
+      'cross-package-by-name',
+    ]);
+    expect(rulesOf('jsonl/src/main.ts', 'faults/src/e.ts')).toEqual([
+      'backend-imports-only-core',
+      'cross-package-by-name',
+    ]);
   });
 
   it('forbids lifecycle importing anything but core, and anyone importing cli', () => {
