@@ -26,8 +26,19 @@ export function jsonlDriver(options: StoreOptions = {}): FsHarnessDriver {
     kind: 'fs',
     durabilities: ['strict', 'relaxed'],
     layout: JSONL_LAYOUT,
+    // A sweep fails the N-th storage operation of a run and expects every run (and its replay)
+    // to make the same ones: a writer released after 250 ms idle would add operations whenever
+    // the machine is slow, so the in-memory sweeps keep writers held (`lockIdleMs: Infinity`,
+    // unless the caller sets it). The release itself is swept across processes by the real
+    // faults, whose children open the store with its defaults.
     open: ({ fs, root, durability }) =>
-      openJsonlStore({ ...options, ...(durability !== undefined && { durability }), root, fs }),
+      openJsonlStore({
+        lockIdleMs: Number.POSITIVE_INFINITY,
+        ...options,
+        ...(durability !== undefined && { durability }),
+        root,
+        fs,
+      }),
     real: {
       location: 'dir',
       module: pathToFileURL(builtFile(import.meta.url, 'index.js')).href,
