@@ -1,14 +1,16 @@
+import type { Durability } from '@tidemark/core';
 import { concurrentPairs } from './concurrent-pairs.js';
 import { concurrentProcesses } from './concurrent-real.js';
 import { concurrentCrashSweepFs, concurrentErrorSweep } from './concurrent-sweeps.js';
 import type { CrashStateLimits } from './crash-fs.js';
 import { damageSweepFs } from './damage.js';
-import type { EngineHarnessDriver, HarnessDriver } from './driver.js';
+import type { EngineHarnessDriver, FsHarnessDriver, HarnessDriver } from './driver.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './errno.js';
 import type { SweepMode } from './mode.js';
 import { type RealFaultOptions, runRealFaults } from './real.js';
 import { removalSweepFs } from './removal-sweep.js';
 import { type BackendTotals, type HarnessReport, ReportBuilder } from './report.js';
+import { emptyOutcome } from './runner.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps.js';
 import { WRITE_PATH } from './write-path.js';
 
@@ -127,7 +129,38 @@ function sweepModes(driver: HarnessDriver, quick: boolean): SweepMode[] {
     sample: quick ? QUICK_WRITE_PATH_SAMPLE : 1,
     workload: WRITE_PATH,
   });
+  // As a user opens a store: no durability option, held to what the docs promise of the default.
+  if (driver.kind === 'fs')
+    modes.push({ durability: promisedDefault(driver), opensDefault: true, sample: DEFAULT_MODE_SAMPLE });
   return modes;
+}
+
+/** The durability a driver's docs promise for a store opened with no options (contract §4: strict). */
+function promisedDefault(driver: HarnessDriver): Durability {
+  return driver.defaultDurability ?? 'strict';
+}
+
+/**
+ * The crash sweep of a store opened with no options checks every state of one crash point in
+ * this many, in the full run too: it is the strict sweep's code path when the default is strict,
+ * and a default of another mode (no sync before an acknowledgement) fails at most points.
+ */
+export const DEFAULT_MODE_SAMPLE = 5;
+
+/**
+ * The row `defaults (no options)`: the default the driver declares ({@link HarnessDriver}'s
+ * `defaultDurability`) must be strict, as contract §4 makes it; the sweeps of the default then
+ * check that the store keeps it.
+ */
+export function reportDeclaredDefault(driver: HarnessDriver, report: ReportBuilder): void {
+  const declared = promisedDefault(driver);
+  const outcome = emptyOutcome();
+  if (declared !== 'strict')
+    outcome.violations.push({
+      kind: 'weak-default',
+      detail: `a store opened with no options promises durability '${declared}'; contract §4 makes 'strict' the default`,
+    });
+  report.add(driver.name, 'defaults (no options)', `declared default: ${declared}`, outcome, false);
 }
 
 /** What {@link sweepOneMode} needs of the harness options. */
@@ -149,6 +182,12 @@ async function sweepOneMode(
   total: BackendTotals,
 ): Promise<void> {
   const { quick, skip, options, persistentErrnos } = settings;
+  if (mode.opensDefault) {
+    // The default is checked where durability shows: in the crash states (fs drivers).
+    if (driver.kind === 'fs' && !skip.has('crash'))
+      await sweepDefaultFs(driver, report, mode, settings, total);
+    return;
+  }
   if (!skip.has('errors')) {
     if (driver.kind === 'fs' || driver.injectsSteps) {
       const swept =
@@ -215,6 +254,27 @@ async function sweepOneMode(
     total.runs += await damageSweepFs(driver, report);
 }
 
+/** The crash sweep of a store opened with no options (rows `[default]`), without recovery samples. */
+async function sweepDefaultFs(
+  driver: FsHarnessDriver,
+  report: ReportBuilder,
+  mode: SweepMode,
+  settings: SweepSettings,
+  total: BackendTotals,
+): Promise<void> {
+  const { quick, options } = settings;
+  const limits = options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
+  const swept = await crashSweepFs(
+    driver,
+    report,
+    { syncOnly: quick, limits, recoverySamples: 0 },
+    options.progress,
+    mode,
+  );
+  total.crashPoints += swept.points;
+  total.crashStates += swept.states;
+}
+
 /**
  * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
@@ -251,6 +311,7 @@ export async function runFaultHarness(
       killAcks: 0,
       durationMs: 0,
     };
+    reportDeclaredDefault(driver, report);
     for (const mode of sweepModes(driver, quick)) {
       const swept = { errnos, engineErrnos, persistentErrnos, quick, skip, options };
       await sweepOneMode(driver, report, mode, swept, total);

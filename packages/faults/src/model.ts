@@ -7,6 +7,8 @@ export type ViolationKind =
   | 'untyped-error'
   /** The engine runs with weaker settings than the durability mode promises (e.g. synchronous=NORMAL when strict). */
   | 'weak-setting'
+  /** A store opened with no options promises less than `strict`, the default contract §4 gives. */
+  | 'weak-default'
   /** has/list/load/update/delete reported absence for a session that exists. */
   | 'false-absence'
   /** An acknowledged event is missing or different after the fault was lifted. */

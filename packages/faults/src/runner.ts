@@ -38,6 +38,9 @@ export interface TypedErrorRecord {
   message: string;
 }
 
+/** The step name of the `close()` after the workload, in reports (`step`) and fault labels. */
+export const CLOSE_STEP = 'close()';
+
 /** A workload step as the report names it: its 1-based index, operation and session key. */
 export function describeStep(step: WorkloadStep, index: number): string {
   const target =
@@ -182,6 +185,29 @@ export class Checker {
       this.violation('unacknowledged-visible', `load(${session.id}): ${comparison.unacknowledged}`);
     return comparison.lost;
   }
+}
+
+/**
+ * Closes the store the workload ran on, as one more step: its storage calls (catalog records,
+ * lock and handle release, a last sync) are counted and faulted like the workload's, and what is
+ * found then names the step `close()`. It may reject (typed) or succeed; the reopen after the lift
+ * then checks that nothing acknowledged was lost and no session is absent.
+ */
+export async function closeAfterWorkload(check: Checker, store: SessionStore): Promise<void> {
+  check.step = CLOSE_STEP;
+  await check.attempt('close', () => store.close());
+  check.step = undefined;
+}
+
+/** The calls of a run's trace (or engine steps) that its `close()` made: `[from, to)`, 0-based. */
+export interface CloseRange {
+  from: number;
+  to: number;
+}
+
+/** ` in close()` when 1-based call `at` is one of `close`'s, for fault labels. */
+export function inClose(at: number, close: CloseRange | undefined): string {
+  return close !== undefined && at - 1 >= close.from && at - 1 < close.to ? ` in ${CLOSE_STEP}` : '';
 }
 
 /** Whether a batch's last event is a boundary (default types): relaxed durability syncs such a batch. */

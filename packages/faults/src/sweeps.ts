@@ -1,4 +1,5 @@
-import type { FileSystem, SessionStore } from '@tidemark/core';
+import type { FileSystem } from '@tidemark/core';
+import { reportCoverage } from './coverage.js';
 import {
   CrashFs,
   type CrashPoint,
@@ -12,13 +13,13 @@ import type { EngineHarnessDriver, FsHarnessDriver } from './driver.js';
 import type { ErrnoName } from './errno.js';
 import { type FaultPlan, FaultyFs, SYNC_OPS } from './faulty-fs.js';
 import { memfsFileSystem } from './memfs-fs.js';
-import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
+import { inSample, modeClass, modeReplayId, openDurability, STRICT_MODE, type SweepMode } from './mode.js';
 import { WorkloadModel } from './model.js';
 import { probeStore } from './probe.js';
 import { checkQuarantine, filesUnder } from './quarantine.js';
 import type { ReportBuilder } from './report.js';
 import { reopenAndVerify } from './reread.js';
-import { Checker, emptyOutcome, runWorkload } from './runner.js';
+import { Checker, CLOSE_STEP, type CloseRange, closeAfterWorkload, inClose, runWorkload } from './runner.js';
 import { StepFaults } from './step-faults.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from './workload.js';
 import { WritePathRun } from './write-path.js';
@@ -68,39 +69,8 @@ export function planErrorSweep(
   return faults;
 }
 
-async function closeQuietly(check: Checker, store: SessionStore): Promise<void> {
-  await check.attempt('close', () => store.close());
-}
-
-/**
- * Fault coverage of a whole error sweep: every operation of the workload must have met an injected
- * fault (a typed error) in some run. One the port or hook never reaches, say a `has` that reads
- * around the fault hook, would pass every cell untested.
- */
-export function reportCoverage(
-  report: ReportBuilder,
-  backend: string,
-  failed: ReadonlySet<WorkloadStep['kind']>,
-  complete: boolean,
-  workload: readonly WorkloadStep[] = AGENT_WORKLOAD,
-  mode: SweepMode = STRICT_MODE,
-): void {
-  if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
-  const outcome = emptyOutcome();
-  const kinds = [...new Set(workload.map((step) => step.kind))];
-  for (const kind of kinds.filter((k) => !failed.has(k)))
-    outcome.violations.push({
-      kind: 'uncovered-operation',
-      detail: `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
-    });
-  report.add(
-    backend,
-    modeClass('fault coverage (every operation)', mode),
-    `${kinds.length - outcome.violations.length}/${kinds.length} operations met a fault`,
-    outcome,
-    true,
-  );
-}
+// The fault-coverage cell lives in coverage.ts; the PostgreSQL statement sweep imports it from here.
+export { reportCoverage };
 
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
 export async function runFsOnce(
@@ -116,10 +86,11 @@ export async function runFsOnce(
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const opened = await check.attempt('open', () =>
     driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
   );
+  let close: CloseRange | undefined;
   if (opened.ok) {
     const workload = steps ?? mode.workload?.steps;
     await runWorkload(opened.value, model, check, {
@@ -127,12 +98,14 @@ export async function runFsOnce(
       ...(workload && { steps: workload }),
       extension: new WritePathRun(model, driver.writer),
     });
-    await closeQuietly(check, opened.value);
+    const from = faulty.trace.length;
+    await closeAfterWorkload(check, opened.value);
+    close = { from, to: faulty.trace.length };
   }
   if (!opened.ok) check.openAnswer(opened.error);
   faulty.lift();
   await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT, durability }), model, check, false);
-  return { check, trace: faulty.trace, injected: faulty.injected };
+  return { check, trace: faulty.trace, injected: faulty.injected, close };
 }
 
 /** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */
@@ -172,7 +145,7 @@ export async function errorSweepFs(
     const run = await runFsOnce(driver, [plan], undefined, undefined, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
     const entry = baseline.trace[fault.at - 1];
-    const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
+    const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})${inClose(fault.at, baseline.close)}`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
@@ -181,7 +154,16 @@ export async function errorSweepFs(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? AGENT_WORKLOAD;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
+  const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
+  reportCoverage(
+    report,
+    driver.name,
+    failed,
+    !report.enough && mode.sample === 1,
+    workload,
+    mode,
+    closeCalls,
+  );
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -191,10 +173,11 @@ export async function runEngineOnce(
   fault: ErrorFault | undefined,
   mode: SweepMode = STRICT_MODE,
 ) {
-  const storage = await driver.create({ durability: mode.durability });
+  const storage = await driver.create({ durability: openDurability(mode) });
   const faults = new StepFaults(fault);
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
+  let close: CloseRange | undefined;
   try {
     const opened = await check.attempt('open', () => storage.open(faults.inject));
     if (opened.ok) {
@@ -204,14 +187,16 @@ export async function runEngineOnce(
         ...(workload !== undefined && { steps: workload }),
         extension: new WritePathRun(model, driver.writer),
       });
-      await closeQuietly(check, opened.value);
+      const from = faults.steps.length;
+      await closeAfterWorkload(check, opened.value);
+      close = { from, to: faults.steps.length };
     } else check.openAnswer(opened.error);
     faults.lift();
     await reopenAndVerify(() => storage.open(), model, check, false);
   } finally {
     await storage.destroy();
   }
-  return { check, steps: faults.steps, injected: faults.injected };
+  return { check, steps: faults.steps, injected: faults.injected, close };
 }
 
 /** Error sweep of an engine driver through its step injector. */
@@ -235,7 +220,7 @@ export async function errorSweepEngine(
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
-    const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
+    const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})${inClose(fault.at, baseline.close)}`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
@@ -244,7 +229,16 @@ export async function errorSweepEngine(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? driver.workload;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode);
+  const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
+  reportCoverage(
+    report,
+    driver.name,
+    failed,
+    !report.enough && mode.sample === 1,
+    workload,
+    mode,
+    closeCalls,
+  );
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -313,7 +307,7 @@ export async function recordCrashPoints(
   await crashFs.mkdir(SWEEP_ROOT, { recursive: true });
   crashFs.checkpoint();
   recording = true;
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const opened = await check.attempt('open', () =>
     driver.open({ fs: crashFs, root: SWEEP_ROOT, durability }),
   );
@@ -329,7 +323,9 @@ export async function recordCrashPoints(
         currentStep = step;
       },
     });
+    check.step = CLOSE_STEP; // crash points inside close() name it
     const closed = await check.attempt('close', () => opened.value.close());
+    check.step = undefined;
     // Relaxed durability owes every batch once close() resolved: crash right after it too.
     if (closed.ok && model.relaxed) {
       for (const session of model.sessions.values()) session.synced();
@@ -354,7 +350,7 @@ export async function checkCrashState(
 ): Promise<Checker> {
   const fs = materialize(state);
   const check = new Checker();
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
   await reopenAndVerify(open, model.afterCrash(), check, true);
   if (driver.layout !== undefined)
@@ -431,7 +427,7 @@ function recoveryProbe(
   fs: FileSystem,
   model: WorkloadModel,
   check: Checker,
-  durability: SweepMode['durability'],
+  durability: SweepMode['durability'] | undefined,
 ): Promise<void> {
   return probeStore(() => driver.open({ fs, root: SWEEP_ROOT, durability }), model, check, false, true);
 }
@@ -448,7 +444,7 @@ async function recoverySweep(
   progress?: Progress,
   mode: SweepMode = STRICT_MODE,
 ): Promise<number> {
-  const { durability } = mode;
+  const durability = openDurability(mode);
   let runs = 0;
   let done = 0;
   for (const sample of samples) {

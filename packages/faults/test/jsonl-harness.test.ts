@@ -18,5 +18,12 @@ describe('harness over the JSONL backend', () => {
     expect(writeEio?.errorsSurfaced).toBeGreaterThan(5);
     const writeCrash = report.cells.find((cell) => cell.faultClass === 'write path: crash (power loss)');
     expect(writeCrash?.runs).toBeGreaterThan(100);
+    // Opened as a user opens it (no durability option), the store is crashed too and held to strict.
+    const byDefault = report.cells.find((cell) => cell.faultClass === 'crash (power loss) [default]');
+    expect(byDefault?.runs).toBeGreaterThan(100);
+    expect(report.cells.find((cell) => cell.faultClass === 'defaults (no options)')?.status).toBe('pass');
+    // close()'s storage calls (sidecars, catalog record, lock release) are in the error sweep's plan.
+    const coverage = report.cells.find((cell) => cell.faultClass === 'fault coverage (every operation)');
+    expect(coverage?.samples?.[0]?.fault).toMatch(/close\(\) swept too \(\d+ storage calls\)/);
   }, 900_000);
 });

@@ -4,6 +4,7 @@ import {
   concurrentCrashSweepFs,
   concurrentPairs,
   crashSweepFs,
+  DEFAULT_MODE_SAMPLE,
   damageSweepFs,
   type HarnessOptions,
   type HarnessReport,
@@ -24,6 +25,7 @@ import {
   sqliteOpenFaultAsNotFound,
 } from './fixtures/broken-engines.js';
 import {
+  jsonlDefaultRelaxed,
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
@@ -137,6 +139,22 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect((await sweep('strict')).passed).toBe(true);
     const cell = failing(await sweep('relaxed'), 'crash (power loss) [relaxed]');
     expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 600_000);
+
+  it('(z) a default weaker than strict: caught by the crash sweep of a store opened with no options', async () => {
+    // The crash sweep alone, sampled as the harness samples the default; held to strict's promise.
+    // Asked for strict, the variant is the real store, whose strict sweep passes (jsonl-harness.test.ts).
+    const builder = new ReportBuilder(3);
+    const options = { syncOnly: true, limits: QUICK_CRASH_LIMITS, recoverySamples: 0 };
+    await crashSweepFs(jsonlDefaultRelaxed(), builder, options, undefined, {
+      durability: 'strict',
+      sample: DEFAULT_MODE_SAMPLE,
+      opensDefault: true,
+    });
+    const report = builder.build(true, new Date(), []);
+    const cell = failing(report, 'crash (power loss) [default]');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+    expect(report.failures[0]?.reproduction?.replayId).toMatch(/^default\/crash:\d+:\d+$/);
   }, 600_000);
 
   it('(p) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {
