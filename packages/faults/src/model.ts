@@ -55,6 +55,13 @@ export type ViolationKind =
    * ALREADY_EXISTS, or a load after the race did.
    */
   | 'race-error'
+  /**
+   * `list()` walked page by page with a small limit (its cursors followed to the end) showed a
+   * session on two pages, left out one that a single page lists, gave them in another order, put
+   * more on a page than the limit, or its cursors never ended: a keyset cursor that breaks an
+   * `updatedAt` tie wrongly, or a page cut short by a fault and answered as the last.
+   */
+  | 'list-paging'
   /** Bytes a repair or tail cut took out of a log are not in quarantine byte for byte (contract §1, §4). */
   | 'unquarantined-bytes'
   /**

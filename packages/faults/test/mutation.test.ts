@@ -17,7 +17,9 @@ import {
 } from '../src/index.js';
 import { jsonlWithoutSessionLock } from './fixtures/broken-concurrent.js';
 import {
+  engineCloseSwallowsCatalogWrite,
   engineConflictAsRetry,
+  engineCursorIgnoresId,
   engineHasWithoutHook,
   engineSwallowingBusy,
   engineSwallowingEacces,
@@ -298,6 +300,40 @@ describe('mutation check: the harness catches deliberately broken engine backend
       ),
     );
   }, 60_000);
+});
+
+describe('mutation check: what a user does, the harness does too', () => {
+  it('(aa) a list cursor that compares only updatedAt: caught by walking list() with small limits', async () => {
+    const report = await runFaultHarness(engineCursorIgnoresId(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+    });
+    expect(report.passed).toBe(false);
+    // One list() page shows every session: only the walks page by page leave the tied one out,
+    // the workload's (step 9, under the fault: absence) and the one after the lift.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['false-absence', 'list-paging']));
+    const inWorkload = report.failures.find((f) => f.kind === 'false-absence');
+    expect(inWorkload?.step).toBe('#9 list()');
+    expect(inWorkload?.detail).toBe('list() left out existing session sess-b');
+    const afterLift = report.failures.find((f) => f.kind === 'list-paging');
+    expect(afterLift?.detail).toMatch(/^list\(\{ limit: 1 \}\) walked page by page leaves out sess-/);
+  }, 600_000);
+
+  it('(ab) a close() that swallows a failed catalog write: the acknowledged title is lost', async () => {
+    const report = await runFaultHarness(engineCloseSwallowsCatalogWrite(), {
+      ...base,
+      skip: ['real', 'crash'],
+      errnos: ['EIO'],
+      persistentErrnos: [],
+      stopAfterFailures: 1,
+    });
+    const failure = report.failures[0];
+    expect(failure?.kind).toBe('lost-update');
+    // A once fault inside close(): every fault in the workload's own steps passes it.
+    expect(failure?.fault).toMatch(/^EIO once at step \d+ \(\w+\) in close\(\)$/);
+  }, 600_000);
 });
 
 describe('mutation check: the harness catches a deliberately broken write path', () => {
