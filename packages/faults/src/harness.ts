@@ -145,7 +145,7 @@ function promisedDefault(driver: HarnessDriver): Durability {
  * this many, in the full run too: it is the strict sweep's code path when the default is strict,
  * and a default of another mode (no sync before an acknowledgement) fails at most points.
  */
-export const DEFAULT_MODE_SAMPLE = 5;
+export const DEFAULT_MODE_SAMPLE = 10;
 
 /**
  * The row `defaults (no options)`: the default the driver declares ({@link HarnessDriver}'s
