@@ -91,6 +91,12 @@ describe('tidemark harness --quick over every backend', () => {
     // crash states (a writer's batches, resume's closing batch, a fork's copy) are reopened.
     expect(cellOf('jsonl', 'write path: EIO once').errorsSurfaced).toBeGreaterThan(5);
     expect(cellOf('jsonl', 'write path: crash (power loss)').runs).toBeGreaterThan(100);
+    // Opened as a user opens it (no durability option), the store is crashed too and held to strict.
+    expect(cellOf('jsonl', 'crash (power loss) [default]').runs).toBeGreaterThan(100);
+    expect(cellOf('jsonl', 'defaults (no options)').status).toBe('pass');
+    // close()'s storage calls (sidecars, catalog record, lock release) are in the error sweep's plan.
+    const coverage = cellOf('jsonl', 'fault coverage (every operation)');
+    expect(coverage.samples?.[0]?.fault).toMatch(/close\(\) swept too \(\d+ storage calls\)/);
     const totals = totalsOf('jsonl');
     expect(totals?.crashStates).toBeGreaterThan(1000);
     expect(totals?.kills).toBeGreaterThan(0);

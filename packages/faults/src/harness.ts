@@ -1,3 +1,4 @@
+import type { Durability } from '@tidemark/core';
 import type { EngineHarnessDriver, HarnessDriver } from './drivers/driver.js';
 import type { CrashStateLimits } from './fs/crash-fs.js';
 import { ENGINE_ERRNOS, type ErrnoName, SWEEP_ERRNOS } from './fs/errno.js';
@@ -11,6 +12,7 @@ import type { SweepMode } from './sweeps/mode.js';
 import { removalSweepFs } from './sweeps/removal-sweep.js';
 import { crashSweepFs, errorSweepEngine, errorSweepFs, type Progress } from './sweeps/sweeps.js';
 import { layoutGap, QUARANTINE_CHECK_ROW } from './verdicts/quarantine.js';
+import { emptyOutcome } from './workload/runner.js';
 import { WRITE_PATH } from './workload/write-path.js';
 
 /** Options of {@link runFaultHarness}. */
@@ -142,7 +144,38 @@ function sweepModes(driver: HarnessDriver, quick: boolean): SweepMode[] {
     sample: quick ? QUICK_WRITE_PATH_SAMPLE : 1,
     workload: WRITE_PATH,
   });
+  // As a user opens a store: no durability option, held to what the docs promise of the default.
+  if (driver.kind === 'fs')
+    modes.push({ durability: promisedDefault(driver), opensDefault: true, sample: DEFAULT_MODE_SAMPLE });
   return modes;
+}
+
+/** The durability a driver's docs promise for a store opened with no options (contract §4: strict). */
+function promisedDefault(driver: HarnessDriver): Durability {
+  return driver.defaultDurability ?? 'strict';
+}
+
+/**
+ * The crash sweep of a store opened with no options checks every state of one crash point in
+ * this many, in the full run too: it is the strict sweep's code path when the default is strict,
+ * and a default of another mode (no sync before an acknowledgement) fails at most points.
+ */
+export const DEFAULT_MODE_SAMPLE = 10;
+
+/**
+ * The row `defaults (no options)`: the default the driver declares ({@link HarnessDriver}'s
+ * `defaultDurability`) must be strict, as contract §4 makes it; the sweeps of the default then
+ * check that the store keeps it.
+ */
+export function reportDeclaredDefault(driver: HarnessDriver, report: ReportBuilder): void {
+  const declared = promisedDefault(driver);
+  const outcome = emptyOutcome();
+  if (declared !== 'strict')
+    outcome.violations.push({
+      kind: 'weak-default',
+      detail: `a store opened with no options promises durability '${declared}'; contract §4 makes 'strict' the default`,
+    });
+  report.add(driver.name, 'defaults (no options)', `declared default: ${declared}`, outcome, false);
 }
 
 /** What {@link sweepOneMode} needs of the harness options. */
@@ -236,6 +269,31 @@ async function sweepOneMode(
 }
 
 /**
+ * The sweep of a store opened with no options (rows `[default]`): the default is checked where
+ * durability shows, in the crash states of fs drivers, without recovery samples.
+ */
+async function sweepDefault(
+  driver: HarnessDriver,
+  report: ReportBuilder,
+  mode: SweepMode,
+  settings: SweepSettings,
+  total: BackendTotals,
+): Promise<void> {
+  const { quick, skip, options } = settings;
+  if (driver.kind !== 'fs' || skip.has('crash')) return;
+  const limits = options.crashLimits ?? (quick ? QUICK_CRASH_LIMITS : FULL_CRASH_LIMITS);
+  const swept = await crashSweepFs(
+    driver,
+    report,
+    { syncOnly: quick, limits, recoverySamples: 0 },
+    options.progress,
+    mode,
+  );
+  total.crashPoints += swept.points;
+  total.crashStates += swept.states;
+}
+
+/**
  * Puts one or more backends through the storage-fault harness (contract §7): error sweeps, crash sweeps
  * and real faults, checking the invariants after every fault against the memory model. Resolves a
  * report; `report.failures` is empty when every cell passed.
@@ -271,9 +329,11 @@ export async function runFaultHarness(
       killAcks: 0,
       durationMs: 0,
     };
+    reportDeclaredDefault(driver, report);
     for (const mode of sweepModes(driver, quick)) {
       const swept = { errnos, engineErrnos, persistentErrnos, quick, skip, options };
-      await sweepOneMode(driver, report, mode, swept, total);
+      if (mode.opensDefault) await sweepDefault(driver, report, mode, swept, total);
+      else await sweepOneMode(driver, report, mode, swept, total);
     }
     // Two instances racing every pair of calls, no fault: once per driver, in its first mode.
     if (!skip.has('errors'))

@@ -28,6 +28,7 @@ export * from './report/report.js';
 export * from './report/report-html.js';
 export * from './sweeps/concurrent-pairs.js';
 export * from './sweeps/concurrent-sweeps.js';
+export * from './sweeps/coverage.js';
 export * from './sweeps/damage.js';
 export * from './sweeps/mode.js';
 export * from './sweeps/removal-sweep.js';

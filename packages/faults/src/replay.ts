@@ -66,14 +66,17 @@ export function parseReplayId(id: string): ReplayTarget {
  * decides which crash points are recorded and which states each one has.
  */
 export async function replayRun(driver: HarnessDriver, id: string, quick: boolean): Promise<ReplayResult> {
-  // A run of a durability mode other than strict carries it as a prefix: `relaxed/crash:44:0`.
+  // A run of a durability mode other than strict carries it as a prefix: `relaxed/crash:44:0`;
+  // one of a store opened with no options `default/crash:44:0` (held to the promised default).
   const relaxed = id.startsWith('relaxed/');
-  let rest = relaxed ? id.slice('relaxed/'.length) : id;
+  const opensDefault = id.startsWith('default/');
+  let rest = relaxed ? id.slice('relaxed/'.length) : opensDefault ? id.slice('default/'.length) : id;
   // A run of the write-path workload carries its prefix next: `write-path/error:17:EIO:once`.
   const writePath = rest.startsWith(`${WRITE_PATH.id}/`);
   if (writePath) rest = rest.slice(WRITE_PATH.id.length + 1);
   const mode: SweepMode = {
-    durability: relaxed ? 'relaxed' : 'strict',
+    durability: relaxed ? 'relaxed' : opensDefault ? (driver.defaultDurability ?? 'strict') : 'strict',
+    ...(opensDefault && { opensDefault }),
     sample: 1,
     ...(writePath && { workload: WRITE_PATH }),
   };

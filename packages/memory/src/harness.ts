@@ -17,13 +17,14 @@ export function memoryDriver(): EngineHarnessDriver {
     durabilities: ['strict', 'relaxed'],
     async create(mode) {
       const volume = new MemoryVolume();
-      const durability = mode?.durability ?? 'strict';
+      // No durability given: none passed, as a user opens the store.
+      const durability = mode?.durability === undefined ? {} : { durability: mode.durability };
       return {
         open: (inject) =>
           openMemoryStore(
             inject === undefined
-              ? { volume, durability }
-              : { volume, durability, beforeStorageStep: (operation, id) => inject(operation, id) },
+              ? { volume, ...durability }
+              : { volume, ...durability, beforeStorageStep: (operation, id) => inject(operation, id) },
           ),
         async destroy() {
           volume.sessions.clear();

@@ -14,12 +14,14 @@ import type { WorkloadStep } from '../workload/workload.js';
  * A backend that does all its file access through the core {@link FileSystem} port (like
  * `@tidemark/jsonl`). The harness hands it a FaultyFs or a CrashFs and reopens it after each fault.
  */
-export interface FsHarnessDriver {
+export interface FsHarnessDriver extends DefaultDurability {
   name: string;
   kind: 'fs';
   /**
-   * Opens a store rooted at `root` on `fs`, with `durability` when the harness sweeps a mode
-   * (undefined: the backend's default). The harness creates `root` beforehand.
+   * Opens a store rooted at `root` on `fs`, with `durability` when the harness sweeps a mode.
+   * `durability` undefined means no option at all, as a user opens a store: pass nothing then (not
+   * `'strict'`), so that the harness sweeps the backend's own default. The harness creates `root`
+   * beforehand.
    */
   open(target: { fs: FileSystem; root: string; durability?: Durability }): Promise<SessionStore>;
   /**
@@ -40,6 +42,21 @@ export interface FsHarnessDriver {
   layout?: FsLayout;
   /** Wraps the write path's writers (default: core's SessionWriter as it is). */
   writer?: WriterWrapper;
+}
+
+/** What a driver says of a store opened with no options (both driver kinds have it). */
+export interface DefaultDurability {
+  /**
+   * The durability a store opened with no options has, as the backend's docs promise it (default
+   * `'strict'`). Contract §4 makes `strict` the default, so anything weaker is a `weak-default`
+   * violation in the row `defaults (no options)`. The harness also opens stores with no durability
+   * option, as a user does, and holds them to this promise: fs drivers in the row
+   * `crash (power loss) [default]` (a sample of the crash points, every state of each, replay ids
+   * `default/crash:OP:STATE`); engine drivers through their own checks (SQLite: the pragmas of a
+   * store opened with no options must be strict's). The SIGKILL children open with
+   * {@link RealFaultSupport.options}, which name no durability either.
+   */
+  defaultDurability?: Durability;
 }
 
 /** What the write-path workload (write-path.ts) uses of a SessionWriter. */
@@ -95,10 +112,14 @@ export interface EngineStorage {
  * A backend whose storage the harness cannot see as files (memory, SQLite, a server): faults are
  * injected at its own steps through a {@link StepInjector}, and crashes are real SIGKILLs.
  */
-export interface EngineHarnessDriver {
+export interface EngineHarnessDriver extends DefaultDurability {
   name: string;
   kind: 'engine';
-  /** Makes fresh, empty storage; stores opened over it use `durability` (undefined: the default). */
+  /**
+   * Makes fresh, empty storage; stores opened over it use `durability`. Undefined means no option
+   * at all, as a user opens a store: pass nothing then, so that the backend's own default is what
+   * runs.
+   */
   create(options?: { durability?: Durability }): Promise<EngineStorage>;
   /** The durability modes to sweep (default `['strict']`). */
   durabilities?: readonly Durability[];

@@ -1,4 +1,4 @@
-import type { FileSystem, SessionStore } from '@tidemark/core';
+import type { FileSystem } from '@tidemark/core';
 import type { EngineHarnessDriver, FsHarnessDriver } from '../drivers/driver.js';
 import {
   CrashFs,
@@ -17,11 +17,18 @@ import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
 import { checkQuarantine, filesUnder, quarantineCheckApplies } from '../verdicts/quarantine.js';
 import { reopenAndVerify } from '../verdicts/reread.js';
-import { Checker, emptyOutcome, runWorkload } from '../workload/runner.js';
+import {
+  Checker,
+  CLOSE_STEP,
+  type CloseRange,
+  closeAfterWorkload,
+  inClose,
+  runWorkload,
+} from '../workload/runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
 import { WritePathRun } from '../workload/write-path.js';
-import { injectionTracker } from './coverage.js';
-import { inSample, modeClass, modeReplayId, STRICT_MODE, type SweepMode } from './mode.js';
+import { injectionTracker, reportCoverage } from './coverage.js';
+import { inSample, modeClass, modeReplayId, openDurability, STRICT_MODE, type SweepMode } from './mode.js';
 import { StepFaults } from './step-faults.js';
 
 /** Where fs-kind stores are rooted inside the in-memory volumes. */
@@ -69,43 +76,6 @@ export function planErrorSweep(
   return faults;
 }
 
-async function closeQuietly(check: Checker, store: SessionStore): Promise<void> {
-  await check.attempt('close', () => store.close());
-}
-
-/**
- * Fault coverage of a whole error sweep: every operation of the workload must have met an injected
- * fault (a typed error) in some run. One the port or hook never reaches, say a `has` that reads
- * around the fault hook, would pass every cell untested.
- */
-export function reportCoverage(
-  report: ReportBuilder,
-  backend: string,
-  failed: ReadonlySet<WorkloadStep['kind']>,
-  complete: boolean,
-  workload: readonly WorkloadStep[] = AGENT_WORKLOAD,
-  mode: SweepMode = STRICT_MODE,
-  reached?: ReadonlySet<WorkloadStep['kind']>,
-): void {
-  if (!complete) return; // stopped early (stopAfterFailures): coverage is not known
-  const outcome = emptyOutcome();
-  const kinds = [...new Set(workload.map((step) => step.kind))];
-  for (const kind of kinds.filter((k) => !failed.has(k)))
-    outcome.violations.push({
-      kind: 'uncovered-operation',
-      detail: reached?.has(kind)
-        ? `no injected fault ever made ${kind}() fail: faults were injected during it and it succeeded all the same (the backend swallows the error)`
-        : `no injected fault ever made ${kind}() fail: the fault hook or port does not reach it`,
-    });
-  report.add(
-    backend,
-    modeClass('fault coverage (every operation)', mode),
-    `${kinds.length - outcome.violations.length}/${kinds.length} operations met a fault`,
-    outcome,
-    true,
-  );
-}
-
 /** Runs the workload once on an fs driver under `plans`; returns the checker and the trace. */
 export async function runFsOnce(
   driver: FsHarnessDriver,
@@ -120,11 +90,12 @@ export async function runFsOnce(
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   const once = plans.every((plan) => (plan.mode ?? 'once') === 'once');
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const opened = await check.attempt('open', () =>
     driver.open({ fs: faulty.fs, root: SWEEP_ROOT, durability }),
   );
   const tracker = injectionTracker(() => faulty.injected);
+  let close: CloseRange | undefined;
   if (opened.ok) {
     const workload = steps ?? mode.workload?.steps;
     await runWorkload(opened.value, model, check, {
@@ -133,12 +104,14 @@ export async function runFsOnce(
       extension: new WritePathRun(model, driver.writer),
       onStep: (step) => tracker.onStep(step),
     });
-    await closeQuietly(check, opened.value);
+    const from = faulty.trace.length;
+    await closeAfterWorkload(check, opened.value);
+    close = { from, to: faulty.trace.length };
   }
   if (!opened.ok) check.openAnswer(opened.error);
   faulty.lift();
   await reopenAndVerify(() => driver.open({ fs: base, root: SWEEP_ROOT, durability }), model, check, false);
-  return { check, trace: faulty.trace, injected: faulty.injected, injectedOps: tracker.ops };
+  return { check, trace: faulty.trace, injected: faulty.injected, injectedOps: tracker.ops, close };
 }
 
 /** Error sweep of an fs-kind driver (FaultyFs over memfs). Returns the number of operations swept and runs. */
@@ -180,7 +153,7 @@ export async function errorSweepFs(
     for (const kind of run.check.failedOps) failed.add(kind);
     for (const kind of run.injectedOps) reached.add(kind);
     const entry = baseline.trace[fault.at - 1];
-    const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})`;
+    const label = `${fault.shortWrite ? 'short write' : `${fault.errno} ${fault.mode}`} at op ${fault.at} (${entry?.op ?? '?'} ${entry?.path ?? ''})${inClose(fault.at, baseline.close)}`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
@@ -189,7 +162,11 @@ export async function errorSweepFs(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? AGENT_WORKLOAD;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, reached);
+  const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, {
+    reached,
+    closeCalls,
+  });
   return { operations: ops.length, runs: faults.length + 1 };
 }
 
@@ -199,11 +176,12 @@ export async function runEngineOnce(
   fault: ErrorFault | undefined,
   mode: SweepMode = STRICT_MODE,
 ) {
-  const storage = await driver.create({ durability: mode.durability });
+  const storage = await driver.create({ durability: openDurability(mode) });
   const faults = new StepFaults(fault);
   const model = new WorkloadModel(mode.durability === 'relaxed');
   const check = new Checker();
   const tracker = injectionTracker(() => faults.injected);
+  let close: CloseRange | undefined;
   try {
     const opened = await check.attempt('open', () => storage.open(faults.inject));
     if (opened.ok) {
@@ -214,14 +192,16 @@ export async function runEngineOnce(
         extension: new WritePathRun(model, driver.writer),
         onStep: (step) => tracker.onStep(step),
       });
-      await closeQuietly(check, opened.value);
+      const from = faults.steps.length;
+      await closeAfterWorkload(check, opened.value);
+      close = { from, to: faults.steps.length };
     } else check.openAnswer(opened.error);
     faults.lift();
     await reopenAndVerify(() => storage.open(), model, check, false);
   } finally {
     await storage.destroy();
   }
-  return { check, steps: faults.steps, injected: faults.injected, injectedOps: tracker.ops };
+  return { check, steps: faults.steps, injected: faults.injected, injectedOps: tracker.ops, close };
 }
 
 /** Error sweep of an engine driver through its step injector. */
@@ -247,7 +227,7 @@ export async function errorSweepEngine(
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
     for (const kind of run.injectedOps) reached.add(kind);
-    const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})`;
+    const label = `${fault.errno} ${fault.mode} at step ${fault.at} (${baseline.steps[fault.at - 1] ?? '?'})${inClose(fault.at, baseline.close)}`;
     report.expectErrors(driver.name, row(errorFaultClass(fault)));
     report.add(driver.name, row(errorFaultClass(fault)), label, run.check.outcome, run.injected > 0, {
       replayId: modeReplayId(errorReplayId(fault), mode),
@@ -256,7 +236,11 @@ export async function errorSweepEngine(
     progress?.(`${driver.name} error sweep`, ++done, faults.length);
   }
   const workload = mode.workload?.steps ?? driver.workload;
-  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, reached);
+  const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
+  reportCoverage(report, driver.name, failed, !report.enough && mode.sample === 1, workload, mode, {
+    reached,
+    closeCalls,
+  });
   return { operations: baseline.steps.length, runs: faults.length + 1 };
 }
 
@@ -325,7 +309,7 @@ export async function recordCrashPoints(
   await crashFs.mkdir(SWEEP_ROOT, { recursive: true });
   crashFs.checkpoint();
   recording = true;
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const opened = await check.attempt('open', () =>
     driver.open({ fs: crashFs, root: SWEEP_ROOT, durability }),
   );
@@ -341,7 +325,9 @@ export async function recordCrashPoints(
         currentStep = step;
       },
     });
+    check.step = CLOSE_STEP; // crash points inside close() name it
     const closed = await check.attempt('close', () => opened.value.close());
+    check.step = undefined;
     // Relaxed durability owes every batch once close() resolved: crash right after it too.
     if (closed.ok && model.relaxed) {
       for (const session of model.sessions.values()) session.synced();
@@ -366,7 +352,7 @@ export async function checkCrashState(
 ): Promise<Checker> {
   const fs = materialize(state);
   const check = new Checker();
-  const { durability } = mode;
+  const durability = openDurability(mode);
   const open = () => driver.open({ fs, root: SWEEP_ROOT, durability });
   await reopenAndVerify(open, model.afterCrash(), check, true);
   if (quarantineCheckApplies(driver.layout))
@@ -443,7 +429,7 @@ function recoveryProbe(
   fs: FileSystem,
   model: WorkloadModel,
   check: Checker,
-  durability: SweepMode['durability'],
+  durability: SweepMode['durability'] | undefined,
 ): Promise<void> {
   return probeStore(() => driver.open({ fs, root: SWEEP_ROOT, durability }), model, check, false, true);
 }
@@ -460,7 +446,7 @@ async function recoverySweep(
   progress?: Progress,
   mode: SweepMode = STRICT_MODE,
 ): Promise<number> {
-  const { durability } = mode;
+  const durability = openDurability(mode);
   let runs = 0;
   let done = 0;
   for (const sample of samples) {

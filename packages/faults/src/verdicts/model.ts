@@ -7,6 +7,8 @@ export type ViolationKind =
   | 'untyped-error'
   /** The engine runs with weaker settings than the durability mode promises (e.g. synchronous=NORMAL when strict). */
   | 'weak-setting'
+  /** A store opened with no options promises less than `strict`, the default contract §4 gives. */
+  | 'weak-default'
   /** has/list/load/update/delete reported absence for a session that exists. */
   | 'false-absence'
   /** An acknowledged event is missing or different after the fault was lifted. */
@@ -53,6 +55,13 @@ export type ViolationKind =
    * ALREADY_EXISTS, or a load after the race did.
    */
   | 'race-error'
+  /**
+   * `list()` walked page by page with a small limit (its cursors followed to the end) showed a
+   * session on two pages, left out one that a single page lists, gave them in another order, put
+   * more on a page than the limit, or its cursors never ended: a keyset cursor that breaks an
+   * `updatedAt` tie wrongly, or a page cut short by a fault and answered as the last.
+   */
+  | 'list-paging'
   /** Bytes a repair or tail cut took out of a log are not in quarantine byte for byte (contract §1, §4). */
   | 'unquarantined-bytes'
   /**

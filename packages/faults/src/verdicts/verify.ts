@@ -2,8 +2,8 @@
 // settles the model on what the store showed, so that a second reopen (reread.ts) must show the
 // same again, plus what was appended since.
 import type { SessionStore } from '@tidemark/core';
-import { type Checker, checkList } from '../workload/runner.js';
-import { canonicalEvent, workloadEvent } from '../workload/workload.js';
+import { type Checker, checkList, walkList } from '../workload/runner.js';
+import { canonicalEvent, holdClock, workloadEvent } from '../workload/workload.js';
 import { type ModelSession, shownFields, type WorkloadModel } from './model.js';
 
 /** Options of {@link verifyAfterLift}. */
@@ -39,6 +39,7 @@ export async function verifyAfterLift(
   await verifyListAfterLift(store, model, check, options, shown);
   for (const [session, events] of shown) if (events !== 'failed') session.settle(events);
   await verifyWritableAfterLift(store, model, check, writableKey);
+  await verifyPagingAfterLift(store, check);
 }
 
 /** `has` and `load` of one session after the lift; the events loaded, `undefined` for NOT_FOUND. */
@@ -126,6 +127,64 @@ async function verifyListAfterLift(
   }
 }
 
+/** The small limits the list after the lift is walked with, page by page (ties across pages). */
+const PAGE_LIMITS = [1, 2];
+
+/**
+ * The clock the two appends after the lift read (an existing session's and a new one's): one
+ * instant, ahead of the workload's, so those two sessions share their `updatedAt` in every
+ * recovery and the walk page by page below meets a tie whatever the workload left.
+ */
+export const AFTER_LIFT_CLOCK = '2100-01-01T00:00:00.000Z';
+
+/**
+ * After the lift and the appends, `list` walked page by page with each of {@link PAGE_LIMITS}
+ * must give what one page gives ({@link verifyPagesAfterLift}).
+ */
+async function verifyPagingAfterLift(store: SessionStore, check: Checker): Promise<void> {
+  const page = await check.attempt('list after the appends after lift', () => store.list());
+  if (!page.ok) {
+    check.violation('not-writable', `list() fails after the fault was lifted: ${page.error?.message ?? ''}`);
+    return;
+  }
+  // One page holds the whole listing here (a handful of sessions, far below the default limit).
+  if (page.value.nextCursor !== undefined) return;
+  const ids = page.value.sessions.map((s) => s.id);
+  for (const limit of PAGE_LIMITS) await verifyPagesAfterLift(store, check, ids, limit);
+}
+
+/**
+ * `list` walked page by page after the lift must show what one page showed (`ids`), in the same
+ * order: each session once, none left out (a cursor that breaks an `updatedAt` tie wrongly skips
+ * or repeats the sessions of the tie).
+ */
+async function verifyPagesAfterLift(
+  store: SessionStore,
+  check: Checker,
+  ids: readonly string[],
+  limit: number,
+): Promise<void> {
+  const before = check.outcome.violations.length;
+  const walked = await walkList(store, check, {}, limit, ids.length + 2, 'list after lift');
+  if (walked === undefined) {
+    if (check.outcome.violations.length === before)
+      check.violation('not-writable', `list({ limit: ${limit} }) fails after the fault was lifted`);
+    return;
+  }
+  const paged = walked.sessions.map((s) => s.id);
+  if (paged.join('\n') === ids.join('\n')) return;
+  const missing = ids.filter((id) => !paged.includes(id));
+  const extra = paged.filter((id) => !ids.includes(id));
+  const parts = [
+    ...(missing.length > 0 ? [`leaves out ${missing.join(', ')}`] : []),
+    ...(extra.length > 0 ? [`adds ${extra.join(', ')}`] : []),
+  ];
+  check.violation(
+    'list-paging',
+    `list({ limit: ${limit} }) walked page by page ${parts.length > 0 ? parts.join(' and ') : `gives another order, [${paged.join(', ')}]`} against one list() page [${ids.join(', ')}]`,
+  );
+}
+
 /**
  * The store accepts the next append after the lift: on an existing session and on a new one.
  * Both are acknowledged writes from then on, in the model too.
@@ -143,7 +202,7 @@ async function verifyWritableAfterLift(
       workloadEvent(session.key, nextSeq + 1, 'turn/end'),
     ];
     const appended = await check.attempt(`append(${session.id}) after lift`, () =>
-      store.append(session.id, events),
+      holdClock(AFTER_LIFT_CLOCK, () => store.append(session.id, events)),
     );
     if (appended.ok) {
       session.ack(events.map(canonicalEvent), true);
@@ -161,7 +220,9 @@ async function verifyWritableAfterLift(
   const events = [workloadEvent('after', 0, 'user/message'), workloadEvent('after', 1, 'turn/end')];
   const created = await check.attempt('create after lift', () => store.create({ id: fresh.id }));
   const appended = created.ok
-    ? await check.attempt('append after lift', () => store.append(fresh.id, events))
+    ? await check.attempt('append after lift', () =>
+        holdClock(AFTER_LIFT_CLOCK, () => store.append(fresh.id, events)),
+      )
     : created;
   if (appended.ok) fresh.ack(events.map(canonicalEvent), true);
   else {

@@ -9,6 +9,7 @@ import { compareLog, type ModelSession, type Violation, type WorkloadModel } fro
 import {
   AGENT_WORKLOAD,
   canonicalEvent,
+  holdClock,
   WORKLOAD_CWDS,
   type WorkloadStep,
   workloadEvent,
@@ -37,6 +38,9 @@ export interface TypedErrorRecord {
   errno?: string;
   message: string;
 }
+
+/** The step name of the `close()` after the workload, in reports (`step`) and fault labels. */
+export const CLOSE_STEP = 'close()';
 
 /** A workload step as the report names it: its 1-based index, operation and session key. */
 export function describeStep(step: WorkloadStep, index: number): string {
@@ -184,6 +188,29 @@ export class Checker {
   }
 }
 
+/**
+ * Closes the store the workload ran on, as one more step: its storage calls (catalog records,
+ * lock and handle release, a last sync) are counted and faulted like the workload's, and what is
+ * found then names the step `close()`. It may reject (typed) or succeed; the reopen after the lift
+ * then checks that nothing acknowledged was lost and no session is absent.
+ */
+export async function closeAfterWorkload(check: Checker, store: SessionStore): Promise<void> {
+  check.step = CLOSE_STEP;
+  await check.attempt('close', () => store.close());
+  check.step = undefined;
+}
+
+/** The calls of a run's trace (or engine steps) that its `close()` made: `[from, to)`, 0-based. */
+export interface CloseRange {
+  from: number;
+  to: number;
+}
+
+/** ` in close()` when 1-based call `at` is one of `close`'s, for fault labels. */
+export function inClose(at: number, close: CloseRange | undefined): string {
+  return close !== undefined && at - 1 >= close.from && at - 1 < close.to ? ` in ${CLOSE_STEP}` : '';
+}
+
 /** Whether a batch's last event is a boundary (default types): relaxed durability syncs such a batch. */
 export function endsInBoundary(events: readonly Pick<SessionEvent, 'type'>[]): boolean {
   const last = events[events.length - 1];
@@ -244,9 +271,14 @@ async function runStep(
 ): Promise<void> {
   {
     if (step.kind === 'list') {
-      const page = await check.attempt('list', () =>
-        store.list(step.cwd === undefined ? {} : { cwd: step.cwd }),
-      );
+      const query = step.cwd === undefined ? {} : { cwd: step.cwd };
+      if (step.limit !== undefined) {
+        // Under a fault a page may fail (typed); then the walk proves nothing about absence.
+        const walked = await walkList(store, check, query, step.limit, model.sessions.size + 2);
+        if (walked !== undefined) checkList(check, model, walked, step.cwd, false);
+        return;
+      }
+      const page = await check.attempt('list', () => store.list(query));
       if (page.ok) checkList(check, model, page.value, step.cwd, false);
       return;
     }
@@ -268,7 +300,7 @@ async function runStep(
         break;
       }
       case 'append':
-        await appendWithRetry(store, session, step.types, check, options);
+        await appendWithRetry(store, session, step.types, check, options, step.clockAt);
         break;
       case 'update':
         await runUpdate(store, session, check, options, step.patch);
@@ -340,13 +372,17 @@ async function appendWithRetry(
   types: readonly string[],
   check: Checker,
   options: WorkloadRunOptions,
+  clockAt?: string,
 ): Promise<void> {
   if (session.deleted !== 'no') return; // the workload does not write to a deleted session
   const events = types.map((type, i) => workloadEvent(session.key, session.acked.length + i, type));
   const batch = events.map(canonicalEvent);
   for (let attempt = 0; attempt < 2; attempt++) {
     options.onInflight?.({ session, batch });
-    const result = await check.attempt(`append(${session.id})`, () => store.append(session.id, events));
+    const append = () => store.append(session.id, events);
+    const result = await check.attempt(`append(${session.id})`, () =>
+      clockAt === undefined ? append() : holdClock(clockAt, append),
+    );
     options.onInflight?.(undefined);
     if (result.ok) {
       session.ack(batch, endsInBoundary(events));
@@ -367,6 +403,58 @@ async function appendWithRetry(
       check.load(session, loaded, false);
     }
   }
+}
+
+/** Every session of a listing walked page by page, in page order, and the problems of its pages. */
+export interface WalkedList {
+  sessions: { id: string }[];
+  problems: { id: string }[];
+}
+
+/**
+ * Walks `list(query)` page by page with `limit`, following each `nextCursor` to the end. A
+ * session on two pages, a page longer than `limit` or more than `maxPages` pages is a
+ * `list-paging` violation (the walk stops there). Resolves `undefined` when a page rejected (the
+ * attempt has judged the error) or the walk broke off; `what` names the calls.
+ */
+export async function walkList(
+  store: SessionStore,
+  check: Checker,
+  query: { cwd?: string },
+  limit: number,
+  maxPages: number,
+  what = 'list',
+): Promise<WalkedList | undefined> {
+  const walked: WalkedList = { sessions: [], problems: [] };
+  const pageOf = new Map<string, number>();
+  const problems = new Set<string>();
+  let cursor: string | undefined;
+  for (let n = 1; ; n++) {
+    const call = `${what}({ limit: ${limit} }) page ${n}`;
+    if (n > maxPages) {
+      check.violation('list-paging', `${call}: the cursors have not ended after ${maxPages} pages`);
+      return undefined;
+    }
+    const page = await check.attempt(call, () => store.list({ ...query, limit, ...(cursor && { cursor }) }));
+    if (!page.ok) return undefined;
+    if (page.value.sessions.length > limit)
+      check.violation('list-paging', `${call} holds ${page.value.sessions.length} sessions`);
+    for (const { id } of page.value.sessions) {
+      const seen = pageOf.get(id);
+      if (seen !== undefined) {
+        check.violation('list-paging', `${call} shows ${id} again, already on page ${seen}`);
+        return undefined;
+      }
+      pageOf.set(id, n);
+      walked.sessions.push({ id });
+    }
+    // A problem may be reported on every page (SessionStore.list): collected once.
+    for (const { id } of page.value.problems) if (!problems.has(id)) problems.add(id);
+    cursor = page.value.nextCursor;
+    if (cursor === undefined) break;
+  }
+  walked.problems = [...problems].map((id) => ({ id }));
+  return walked;
 }
 
 /** Checks a list page: every existing session of the filter is listed or reported as a problem. */

@@ -3,7 +3,11 @@ import type { CreateInit, JsonValue, SessionEvent, SummaryPatch } from '@tidemar
 /** One step of the harness workload. Session keys name fixed ids so that runs are repeatable. */
 export type WorkloadStep =
   | { kind: 'create'; key: string; init: Omit<CreateInit, 'id'> }
-  | { kind: 'append'; key: string; types: readonly string[] }
+  /**
+   * With `clockAt`, the store's clock reads that instant during the call ({@link holdClock}), as
+   * when changes land in one millisecond: it gives sessions the same `updatedAt` on every machine.
+   */
+  | { kind: 'append'; key: string; types: readonly string[]; clockAt?: string }
   /**
    * Appends to different sessions issued at once, each checked as its own `append` (a backend
    * with group commit writes them in one shared commit). Only for engine drivers: the crash sweeps
@@ -13,7 +17,8 @@ export type WorkloadStep =
   | { kind: 'update'; key: string; patch: SummaryPatch }
   | { kind: 'has'; key: string }
   | { kind: 'load'; key: string }
-  | { kind: 'list'; cwd?: string }
+  /** `list`; with `limit`, walked page by page by its cursors (each session once across the pages). */
+  | { kind: 'list'; cwd?: string; limit?: number }
   | { kind: 'delete'; key: string }
   /**
    * The write path (write-path.ts): push `types` through the session's SessionWriter (a new one at
@@ -40,19 +45,40 @@ export const WORKLOAD_CWDS: Record<string, string | undefined> = {
 };
 
 /**
+ * The instant the store's clock reads during the first appends of `a` and `b` (`clockAt`): ahead
+ * of the real clock, so every later change moves a session's `updatedAt` exactly 1 ms past its
+ * last (core's nextUpdatedAt) whatever the speed of the machine, and sessions share `updatedAt`s
+ * deterministically. `a` (first append at this) and `b` (2 ms later) then tie from step 7 to 11
+ * (the paged list of step 9 among them) and from step 16 to 18; in GROUP_COMMIT_WORKLOAD from step
+ * 7 to the end.
+ */
+export const TIED_CLOCK = '2099-01-01T00:00:00.000Z';
+
+/**
  * A small agent workload (ACE/CrashMonkey: most crash bugs need three operations or fewer): three
- * sessions, multi-event turns, updates, lists, an interrupted turn, a delete. 7 appends.
+ * sessions, multi-event turns, updates, lists (one walked page by page with `limit: 1`), an
+ * interrupted turn, a delete. 7 appends. Sessions `a` and `b` share `updatedAt`s ({@link TIED_CLOCK}).
  */
 export const AGENT_WORKLOAD: readonly WorkloadStep[] = [
   { kind: 'create', key: 'a', init: { cwd: WORKLOAD_CWDS.a!, title: 'fix the build' } },
-  { kind: 'append', key: 'a', types: ['user/message', 'tool/call', 'tool/result', 'turn/end'] },
+  {
+    kind: 'append',
+    key: 'a',
+    types: ['user/message', 'tool/call', 'tool/result', 'turn/end'],
+    clockAt: TIED_CLOCK,
+  },
   { kind: 'create', key: 'b', init: { cwd: WORKLOAD_CWDS.b! } },
   { kind: 'update', key: 'b', patch: { tags: ['pending'] } },
-  { kind: 'append', key: 'b', types: ['user/message', 'assistant/message', 'turn/end'] },
+  {
+    kind: 'append',
+    key: 'b',
+    types: ['user/message', 'assistant/message', 'turn/end'],
+    clockAt: '2099-01-01T00:00:00.002Z',
+  },
   { kind: 'update', key: 'a', patch: { title: 'fix the build (ci)', tags: ['ci'] } },
   { kind: 'append', key: 'a', types: ['user/message', 'tool/call', 'tool/result', 'turn/end'] },
   { kind: 'has', key: 'a' },
-  { kind: 'list' },
+  { kind: 'list', limit: 1 },
   { kind: 'create', key: 'c', init: {} },
   { kind: 'append', key: 'c', types: ['user/message', 'turn/end'] },
   { kind: 'append', key: 'b', types: ['user/message', 'tool/call'] },
@@ -130,4 +156,25 @@ export function workloadEvent(key: string, seq: number, type: string): SessionEv
 /** The canonical text of an event, for byte-for-byte comparison whatever key order a backend returns. */
 export function canonicalEvent(event: SessionEvent): string {
   return JSON.stringify({ seq: event.seq, type: event.type, time: event.time, data: event.data });
+}
+
+let clockHolds = 0;
+let realNow = Date.now;
+
+/**
+ * Runs `call` with `Date.now` reading `iso` throughout (the instant does not move). Core and the
+ * backends stamp `updatedAt` from `Date.now`, and no store takes a clock as an option, so this is
+ * how the workload makes two sessions change in one millisecond on any machine, and a list cursor
+ * meet a tie of `updatedAt` it must break by id. Holds may overlap; the real clock is back once
+ * the last one ended.
+ */
+export async function holdClock<T>(iso: string, call: () => Promise<T>): Promise<T> {
+  const instant = Date.parse(iso);
+  if (clockHolds++ === 0) realNow = Date.now;
+  Date.now = () => instant;
+  try {
+    return await call();
+  } finally {
+    if (--clockHolds === 0) Date.now = realNow;
+  }
 }

@@ -3,6 +3,7 @@ import {
   concurrentCrashSweepFs,
   concurrentErrorSweep,
   crashSweepFs,
+  DEFAULT_MODE_SAMPLE,
   damageSweepFs,
   type EngineHarnessDriver,
   type ErrnoName,
@@ -21,6 +22,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { jsonlWithoutSessionLock } from './fixtures/broken-concurrent.js';
 import {
+  jsonlDefaultRelaxed,
   jsonlDeleteSummaryFirst,
   jsonlDroppingTornLog,
   jsonlEnotdirAsNotFound,
@@ -158,6 +160,17 @@ describe('mutation check: the harness catches deliberately broken JSONL variants
     expect((await sweep('strict')).passed).toBe(true);
     const cell = failing(await sweep('relaxed'), 'crash (power loss) [relaxed]');
     expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+  }, 600_000);
+
+  it('(aa) a default weaker than strict: caught by the crash sweep of a store opened with no options', async () => {
+    // The crash sweep alone, sampled as the harness samples the default; held to strict's promise.
+    // Asked for strict, the variant is the real store, whose strict sweep passes (the quick harness).
+    const report = await crashSweep(jsonlDefaultRelaxed(), {
+      mode: { durability: 'strict', sample: DEFAULT_MODE_SAMPLE, opensDefault: true },
+    });
+    const cell = failing(report, 'crash (power loss) [default]');
+    expect(cell?.lostEvents ?? 0).toBeGreaterThan(0);
+    expect(report.failures[0]?.reproduction?.replayId).toMatch(/^default\/crash:\d+:\d+$/);
   }, 600_000);
 
   it('(p) a quarantine copy that drops a byte: removed bytes are not all in quarantine', async () => {

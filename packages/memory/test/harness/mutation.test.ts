@@ -13,7 +13,9 @@ import {
 } from '@tidemark/faults';
 import { describe, expect, it } from 'vitest';
 import {
+  engineCloseSwallowsCatalogWrite,
   engineConflictAsRetry,
+  engineCursorIgnoresId,
   engineHasSwallowingFaults,
   engineHasWithoutHook,
   engineSwallowingBusy,
@@ -114,6 +116,30 @@ describe('mutation check: the harness catches deliberately broken engine backend
         /^firstAppend × update: update\(sess-pair-\d-firstAppend-update\) by w1 answered CORRUPT$/,
       ),
     );
+  }, 60_000);
+});
+
+describe('mutation check: what a user does, the harness does too', () => {
+  it('(ab) a list cursor that compares only updatedAt: caught by walking list() with small limits', async () => {
+    // The whole EIO sweep (no early stop): no cell but the walks page by page may fail.
+    const report = await errorSweep(engineCursorIgnoresId(), ['EIO'], STRICT_MODE, undefined);
+    expect(report.passed).toBe(false);
+    // One list() page shows every session: only the walks page by page leave the tied one out,
+    // the workload's (step 9, under the fault: absence) and the one after the lift.
+    expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['false-absence', 'list-paging']));
+    const inWorkload = report.failures.find((f) => f.kind === 'false-absence');
+    expect(inWorkload?.step).toBe('#9 list()');
+    expect(inWorkload?.detail).toBe('list() left out existing session sess-b');
+    const afterLift = report.failures.find((f) => f.kind === 'list-paging');
+    expect(afterLift?.detail).toMatch(/^list\(\{ limit: 1 \}\) walked page by page leaves out sess-/);
+  }, 60_000);
+
+  it('(ac) a close() that swallows a failed catalog write: the acknowledged title is lost', async () => {
+    const report = await errorSweep(engineCloseSwallowsCatalogWrite(), ['EIO'], STRICT_MODE, 1);
+    const failure = report.failures[0];
+    expect(failure?.kind).toBe('lost-update');
+    // A once fault inside close(): every fault in the workload's own steps passes it.
+    expect(failure?.fault).toMatch(/^EIO once at step \d+ \(\w+\) in close\(\)$/);
   }, 60_000);
 });
 

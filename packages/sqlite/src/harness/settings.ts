@@ -21,22 +21,25 @@ export interface SqliteOpenSpec {
   module: string;
   /** Name of the async factory exported by `module`. */
   factory: string;
-  /** The factory's options (JSON: they cross a process boundary) for a file and a durability mode. */
-  options(path: string, durability: DurabilityMode): JsonObject;
+  /**
+   * The factory's options (JSON: they cross a process boundary) for a file and a durability mode;
+   * `undefined`: no durability option, as a user who passes none opens the store.
+   */
+  options(path: string, durability: DurabilityMode | undefined): JsonObject;
 }
 
 /** `@tidemark/sqlite` as the SQLite checks open it: this package's built entry, in any process. */
 export const SQLITE_OPEN_SPEC: SqliteOpenSpec = {
   module: pathToFileURL(builtFile(import.meta.url, 'index.js')).href,
   factory: 'openSqliteStore',
-  options: (path, durability) => ({ path, durability }),
+  options: (path, durability) => ({ path, ...(durability !== undefined && { durability }) }),
 };
 
 /** Opens a store of `spec` at `path` in this process. */
 export async function openFromSpec(
   spec: SqliteOpenSpec,
   path: string,
-  durability: DurabilityMode,
+  durability: DurabilityMode | undefined,
   extra: JsonObject = {},
 ): Promise<SessionStore> {
   const mod = (await import(spec.module)) as Record<string, (o: JsonObject) => Promise<SessionStore>>;
@@ -184,13 +187,18 @@ function checkPragmas(
 /** One case of the check: a mode and the options beyond it. */
 interface SettingsCase {
   name: string;
+  /** The mode whose promise is checked. */
   mode: DurabilityMode;
+  /** Opened with no durability option, as a user opens a store, and held to `mode`. */
+  opensDefault?: boolean;
   extra: { busyTimeoutMs?: number; maxPageCount?: number };
 }
 
 const CASES: readonly SettingsCase[] = [
   { name: 'strict', mode: 'strict', extra: {} },
   { name: 'relaxed', mode: 'relaxed', extra: {} },
+  // Contract §4: a store opened with no options is strict, and must run as strict does.
+  { name: 'default (no options)', mode: 'strict', opensDefault: true, extra: {} },
   {
     name: 'strict, busyTimeoutMs 1234, maxPageCount 100000',
     mode: 'strict',
@@ -221,12 +229,7 @@ async function appendLabelled(
   label.current = 'after the appends';
 }
 
-function checkCommits(
-  commits: readonly CommitRecord[],
-  want: Promised,
-  mode: DurabilityMode,
-  check: Checker,
-): void {
+function checkCommits(commits: readonly CommitRecord[], want: Promised, mode: string, check: Checker): void {
   for (const [label, least] of [
     ['append without a boundary', want.otherCommit],
     ['append closing a turn', want.boundaryCommit],
@@ -248,14 +251,15 @@ async function runCase(spec: SqliteOpenSpec, testCase: SettingsCase, dir: string
   const watch = watchConnections();
   try {
     const want = promised(testCase.mode, testCase.extra);
-    const opened = await check.attempt('open', () => openFromSpec(spec, path, testCase.mode, testCase.extra));
+    const durability = testCase.opensDefault ? undefined : testCase.mode;
+    const opened = await check.attempt('open', () => openFromSpec(spec, path, durability, testCase.extra));
     if (!opened.ok) {
       check.violation('not-writable', `${testCase.name}: a fresh database did not open`);
       return check;
     }
     checkPragmas(watch.connections, path, want, `${testCase.name}, after open`, check);
     await appendLabelled(opened.value, watch.label, check);
-    checkCommits(watch.commits, want, testCase.mode, check);
+    checkCommits(watch.commits, want, testCase.name, check);
     checkPragmas(watch.connections, path, want, `${testCase.name}, after the appends`, check);
     await check.attempt('close', () => opened.value.close());
   } finally {
@@ -266,7 +270,7 @@ async function runCase(spec: SqliteOpenSpec, testCase: SettingsCase, dir: string
 
 /**
  * The engine-settings cell of a SQLite driver (`engine settings (pragmas)`): for each durability
- * mode, a store is opened on a fresh file and its own connection is read back: `journal_mode=wal`,
+ * mode, and with no options at all (held to strict, the default), a store is opened on a fresh file and its own connection is read back: `journal_mode=wal`,
  * `synchronous` at least FULL (strict) or NORMAL (relaxed) after open and after appends, FULL at the
  * COMMIT of every strict append and of every relaxed append closing a turn, `foreign_keys=ON`,
  * `busy_timeout` and `max_page_count` as asked. A weaker value is a `weak-setting` violation.
