@@ -8,12 +8,11 @@
 //
 // The quick run samples the operations (SAMPLED_RUNS per errno and mode) and the crash points;
 // TIDEMARK_ADK_FAULTS=full sweeps every operation and every crash point.
-import { isTidemarkError, type SessionStore } from '@tidemark/core';
 import {
   type AdapterRun,
-  type AdapterVerdict,
   adapterCrashSweep,
   adapterErrorSweep,
+  adapterWorkloadThenVerify,
   type ErrnoName,
   engineAdapterRun,
   jsonlAdapterRun,
@@ -31,38 +30,17 @@ const SAMPLED_RUNS = 12;
 const SAMPLED_CRASH_POINTS = 6;
 const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
 
-async function workloadThenVerify(
-  open: () => Promise<SessionStore>,
-  lift: () => void,
-  reopen: () => Promise<SessionStore>,
-): Promise<AdapterVerdict> {
+const workloadThenVerify = adapterWorkloadThenVerify(() => {
   const ledger = new Ledger();
-  const violations: string[] = [];
-  let rejected = false;
-  let store: SessionStore | undefined;
-  try {
-    store = await open();
-  } catch (error) {
-    if (!isTidemarkError(error)) violations.push(`open rejected untyped: ${String(error)}`);
-    rejected = true;
-  }
-  if (store !== undefined) {
-    const outcome = await runWorkload(store, ledger);
-    rejected = outcome.rejected !== undefined;
-    violations.push(...outcome.violations);
-    lift();
-    violations.push(...(await checkStore(store, ledger.snapshot(), 'live store')));
-    await store.close().catch(() => undefined);
-  } else lift();
-  const reopened = await reopen();
-  try {
-    violations.push(...(await checkStore(reopened, ledger.snapshot(), 'reopened')));
-    violations.push(...(await continueWorkload(reopened, ledger.snapshot(), 'reopened')));
-  } finally {
-    await reopened.close();
-  }
-  return { rejected, violations };
-}
+  return {
+    run: (store) => runWorkload(store, ledger),
+    checkLive: (store) => checkStore(store, ledger.snapshot(), 'live store'),
+    checkReopened: async (store) => [
+      ...(await checkStore(store, ledger.snapshot(), 'reopened')),
+      ...(await continueWorkload(store, ledger.snapshot(), 'reopened')),
+    ],
+  };
+});
 
 async function errorSweep(run: AdapterRun) {
   // The fault-never-fired check is not asked for here: this test never made it.

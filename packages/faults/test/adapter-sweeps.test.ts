@@ -5,7 +5,9 @@ import {
   type AdapterRunResult,
   adapterCrashSweep,
   adapterErrorSweep,
+  adapterWorkloadThenVerify,
   jsonlAdapterRun,
+  memfsFileSystem as memfs,
   type OpenJsonlOn,
   recordAdapterCrashPoints,
   sampleEvenly,
@@ -148,5 +150,56 @@ describe('recordAdapterCrashPoints and adapterCrashSweep', () => {
     );
     expect(strict.violations.length).toBeGreaterThan(0);
     expect(strict.violations[0]).toMatch(/^crash after op \d+ \(\w+\), .*: no two$/);
+  });
+});
+
+describe('adapterWorkloadThenVerify', () => {
+  const lines: string[] = [];
+  const verify = (options?: Parameters<typeof adapterWorkloadThenVerify>[1]) =>
+    adapterWorkloadThenVerify(
+      () => ({
+        run: async (store) => {
+          try {
+            await appendLine(store, 'one', true);
+            return { violations: [] };
+          } catch (error) {
+            return { rejected: error, violations: [] };
+          }
+        },
+        checkLive: async (_store, outcome) => {
+          lines.push(`live ${outcome.rejected === undefined ? 'ok' : 'rejected'}`);
+          return [];
+        },
+        checkReopened: async (store) =>
+          (await readLog(store).catch(() => '')).includes('one') ? [] : ['no one'],
+      }),
+      options,
+    );
+
+  it('runs, lifts, checks the live store, then the reopened one', async () => {
+    lines.length = 0;
+    const run = jsonlAdapterRun(openDisk, verify());
+    expect(await run(undefined)).toMatchObject({ rejected: false, violations: [] });
+    expect(await run({ at: 2, errno: 'EIO', mode: 'once' })).toMatchObject({ rejected: true, injected: 1 });
+    expect(lines).toEqual(['live ok', 'live rejected']);
+  });
+
+  it('judges a failed open: untyped is a violation, and a rejection unless told otherwise', async () => {
+    const failingOpen = () => Promise.reject(new Error('plain'));
+    const reopen = async () => {
+      const fs = memfs();
+      await fs.mkdir('/r', { recursive: true });
+      const store = await openDisk('/r', fs);
+      await appendLine(store, 'one', true);
+      return store;
+    };
+    const untyped = await verify()(failingOpen, () => undefined, reopen);
+    expect(untyped).toEqual({ rejected: true, violations: ['open rejected untyped: Error: plain'] });
+    const lenient = await verify({ typedOpenError: false, openFailureRejects: false })(
+      failingOpen,
+      () => undefined,
+      reopen,
+    );
+    expect(lenient).toEqual({ rejected: false, violations: [] });
   });
 });

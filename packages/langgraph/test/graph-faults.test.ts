@@ -8,12 +8,11 @@
 // The quick run samples the operations (every k-th, evenly, `SAMPLED_RUNS` per errno and mode) and
 // the crash points; TIDEMARK_LANGGRAPH_FAULTS=full sweeps every operation and every crash state.
 
-import { isTidemarkError, type SessionStore } from '@tidemark/core';
 import {
   type AdapterRun,
-  type AdapterVerdict,
   adapterCrashSweep,
   adapterErrorSweep,
+  adapterWorkloadThenVerify,
   type ErrnoName,
   engineAdapterRun,
   jsonlAdapterRun,
@@ -43,40 +42,23 @@ const SAMPLED_CRASH_POINTS = 6;
 const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
 
 /** Workload under the fault, then the live saver's view once lifted, then a reopened store's. */
-async function workloadThenVerify(
-  open: () => Promise<SessionStore>,
-  lift: () => void,
-  reopen: () => Promise<SessionStore>,
-): Promise<AdapterVerdict> {
-  const ledger = new PutLedger();
-  const violations: string[] = [];
-  let graphRejected = false;
-  let store: SessionStore | undefined;
-  try {
-    store = await open();
-  } catch (error) {
-    // Opening may fail under the fault; it must say so with a typed error.
-    if (!isTidemarkError(error)) violations.push(`open rejected untyped: ${String(error)}`);
-  }
-  if (store !== undefined) {
-    const outcome = await runGraphWorkload(store, ledger);
-    graphRejected = outcome.rejected !== undefined;
-    violations.push(...outcome.violations);
-    lift();
-    violations.push(...(await checkLatest(outcome.saver, ledger, ledger.snapshot(), 'live saver', true)));
-    await store.close().catch(() => undefined);
-  } else lift();
-  const reopened = await reopen();
-  try {
-    const snapshot = ledger.snapshot();
-    violations.push(...(await checkLatest(new TidemarkSaver(reopened), ledger, snapshot, 'reopened', false)));
-    violations.push(...(await checkColdMatchesFold(reopened, 'reopened')));
-    violations.push(...(await continueGraph(reopened, 'reopened')));
-  } finally {
-    await reopened.close();
-  }
-  return { rejected: graphRejected, violations };
-}
+const workloadThenVerify = adapterWorkloadThenVerify(
+  () => {
+    const ledger = new PutLedger();
+    return {
+      run: (store) => runGraphWorkload(store, ledger),
+      checkLive: (_store, outcome) =>
+        checkLatest(outcome.saver, ledger, ledger.snapshot(), 'live saver', true),
+      checkReopened: async (store) => [
+        ...(await checkLatest(new TidemarkSaver(store), ledger, ledger.snapshot(), 'reopened', false)),
+        ...(await checkColdMatchesFold(store, 'reopened')),
+        ...(await continueGraph(store, 'reopened')),
+      ],
+    };
+  },
+  // Opening may fail under the fault (with a typed error); only the graph's errors count as rejections.
+  { openFailureRejects: false },
+);
 
 /** The error sweep; a graph error is how a rejected run shows. */
 async function errorSweep(run: AdapterRun) {

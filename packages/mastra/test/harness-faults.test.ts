@@ -7,12 +7,11 @@
 //
 // The quick run samples the operations (every k-th, evenly, `SAMPLED_RUNS` per errno and mode) and
 // the crash points; TIDEMARK_MASTRA_FAULTS=full sweeps every operation and every crash state.
-import type { SessionStore } from '@tidemark/core';
 import {
   type AdapterRun,
-  type AdapterVerdict,
   adapterCrashSweep,
   adapterErrorSweep,
+  adapterWorkloadThenVerify,
   type ErrnoName,
   engineAdapterRun,
   jsonlAdapterRun,
@@ -33,39 +32,20 @@ const SAMPLED_CRASH_POINTS = 6;
 const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
 
 /** The workload under the fault, then the checks on the live store once lifted and on a reopened one. */
-async function workloadThenVerify(
-  open: () => Promise<SessionStore>,
-  lift: () => void,
-  reopen: () => Promise<SessionStore>,
-): Promise<AdapterVerdict> {
-  const ledger = new Ledger();
-  const violations: string[] = [];
-  let rejected = false;
-  let store: SessionStore | undefined;
-  try {
-    store = await open();
-  } catch (error) {
-    rejected = true;
-    if (!(error instanceof Error && error.name === 'TidemarkError'))
-      violations.push(`open rejected untyped: ${String(error)}`);
-  }
-  if (store !== undefined) {
-    const outcome = await runWorkload(store, ledger);
-    rejected = outcome.rejected !== undefined;
-    violations.push(...outcome.violations);
-    lift();
-    violations.push(...(await checkStore(store, ledger.snapshot(), 'live store')));
-    await store.close().catch(() => undefined);
-  } else lift();
-  const reopened = await reopen();
-  try {
-    violations.push(...(await checkStore(reopened, ledger.snapshot(), 'reopened')));
-    violations.push(...(await continueWork(reopened, 'reopened')));
-  } finally {
-    await reopened.close();
-  }
-  return { rejected, violations };
-}
+const workloadThenVerify = adapterWorkloadThenVerify(
+  () => {
+    const ledger = new Ledger();
+    return {
+      run: (store) => runWorkload(store, ledger),
+      checkLive: (store) => checkStore(store, ledger.snapshot(), 'live store'),
+      checkReopened: async (store) => [
+        ...(await checkStore(store, ledger.snapshot(), 'reopened')),
+        ...(await continueWork(store, 'reopened')),
+      ],
+    };
+  },
+  { typedOpenError: (error) => error instanceof Error && error.name === 'TidemarkError' },
+);
 
 async function errorSweep(run: AdapterRun) {
   const totals = await adapterErrorSweep(run, { errnos: ERRNOS, sampledRuns: SAMPLED_RUNS, full: FULL });

@@ -7,12 +7,11 @@
 //
 // The quick run samples the operations (every k-th, evenly, SAMPLED_RUNS per errno and mode) and
 // the crash points; TIDEMARK_WORKFLOW_FAULTS=full sweeps every operation and every crash state.
-import type { SessionStore } from '@tidemark/core';
 import {
   type AdapterRun,
-  type AdapterVerdict,
   adapterCrashSweep,
   adapterErrorSweep,
+  adapterWorkloadThenVerify,
   type ErrnoName,
   engineAdapterRun,
   jsonlAdapterRun,
@@ -32,38 +31,22 @@ const SAMPLED_CRASH_POINTS = 8;
 const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
 
 /** The workload under the fault; once lifted, the checks on the live store, then on a reopened one. */
-async function workloadThenVerify(
-  open: () => Promise<SessionStore>,
-  lift: () => void,
-  reopen: () => Promise<SessionStore>,
-): Promise<AdapterVerdict> {
-  const runId = newRunId();
-  const ledger = new Ledger();
-  const violations: string[] = [];
-  let rejected = false;
-  let store: SessionStore | undefined;
-  try {
-    store = await open();
-  } catch {
-    rejected = true; // opening may fail under the fault, with a typed error (the store's own contract)
-  }
-  if (store !== undefined) {
-    const outcome = await runWorkload(store, runId, ledger);
-    rejected = outcome.rejected !== undefined;
-    violations.push(...outcome.violations);
-    lift();
-    violations.push(...(await checkRun(store, runId, ledger.snapshot(), 'live')));
-    await store.close().catch(() => undefined);
-  } else lift();
-  const reopened = await reopen();
-  try {
-    violations.push(...(await checkRun(reopened, runId, ledger.snapshot(), 'reopened')));
-    violations.push(...(await continueRun(reopened, runId, ledger.snapshot(), 'reopened')));
-  } finally {
-    await reopened.close();
-  }
-  return { rejected, violations };
-}
+const workloadThenVerify = adapterWorkloadThenVerify(
+  () => {
+    const ledger = new Ledger();
+    const runId = newRunId();
+    return {
+      run: (store) => runWorkload(store, runId, ledger),
+      checkLive: (store) => checkRun(store, runId, ledger.snapshot(), 'live'),
+      checkReopened: async (store) => [
+        ...(await checkRun(store, runId, ledger.snapshot(), 'reopened')),
+        ...(await continueRun(store, runId, ledger.snapshot(), 'reopened')),
+      ],
+    };
+  },
+  // Opening may fail under the fault, with a typed error (the store's own contract).
+  { typedOpenError: false },
+);
 
 async function errorSweep(run: AdapterRun) {
   const totals = await adapterErrorSweep(run, { errnos: ERRNOS, sampledRuns: SAMPLED_RUNS, full: FULL });

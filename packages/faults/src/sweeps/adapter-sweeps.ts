@@ -4,7 +4,7 @@
 // of a JSONL store after each mutating operation (CrashFs). The adapter brings the workload and its
 // checks; this module brings the stores, the faults, the sampling and the totals. It sees backends
 // only through the openers and drivers it is given, as the layering of the test kits asks.
-import type { FileSystem, SessionStore } from '@tidemark/core';
+import { type FileSystem, isTidemarkError, type SessionStore } from '@tidemark/core';
 import type { EngineStorage, StepInjector } from '../drivers/driver.js';
 import { CrashFs } from '../fs/crash-fs.js';
 import { type CrashPoint, enumerateCrashStates, materialize } from '../fs/crash-states.js';
@@ -43,6 +43,71 @@ export type WorkloadThenVerify = (
   lift: () => void,
   reopen: () => Promise<SessionStore>,
 ) => Promise<AdapterVerdict>;
+
+/** What an adapter's workload returns: `rejected` is set (to its error) when it was rejected. */
+export interface AdapterOutcome {
+  rejected?: unknown;
+  violations: string[];
+}
+
+/** The adapter's workload and checks, made fresh for each run (its own ledger of what was acknowledged). */
+export interface AdapterWorkloadSteps<O extends AdapterOutcome> {
+  /** Runs the workload on the store opened under the fault. */
+  run(store: SessionStore): Promise<O>;
+  /** Once the fault is lifted: checks on the live store, with what `run` returned. */
+  checkLive(store: SessionStore, outcome: O): Promise<string[]>;
+  /** Checks on the store reopened over the same data (a write that must go on included). */
+  checkReopened(store: SessionStore): Promise<string[]>;
+}
+
+/** Options of {@link adapterWorkloadThenVerify}. */
+export interface AdapterVerifyOptions {
+  /** Whether a store that fails to open under the fault counts as a rejected run (default true). */
+  openFailureRejects?: boolean;
+  /**
+   * Whether an error opening the store is as it must be (default: a TidemarkError); any other is a
+   * violation. `false` takes every error (for an adapter whose open errors the store's own tests judge).
+   */
+  typedOpenError?: ((error: unknown) => boolean) | false;
+}
+
+/**
+ * The usual {@link WorkloadThenVerify}: open (an error there must be typed), run, lift, check the
+ * live store and close it, then reopen, check and close.
+ */
+export function adapterWorkloadThenVerify<O extends AdapterOutcome>(
+  makeSteps: () => AdapterWorkloadSteps<O>,
+  options: AdapterVerifyOptions = {},
+): WorkloadThenVerify {
+  const typed = options.typedOpenError ?? isTidemarkError;
+  return async (open, lift, reopen) => {
+    const steps = makeSteps();
+    const violations: string[] = [];
+    let rejected = false;
+    let store: SessionStore | undefined;
+    try {
+      store = await open();
+    } catch (error) {
+      if (typed !== false && !typed(error)) violations.push(`open rejected untyped: ${String(error)}`);
+      rejected = options.openFailureRejects !== false;
+    }
+    if (store !== undefined) {
+      const outcome = await steps.run(store);
+      rejected = outcome.rejected !== undefined;
+      violations.push(...outcome.violations);
+      lift();
+      violations.push(...(await steps.checkLive(store, outcome)));
+      await store.close().catch(() => undefined);
+    } else lift();
+    const reopened = await reopen();
+    try {
+      violations.push(...(await steps.checkReopened(reopened)));
+    } finally {
+      await reopened.close();
+    }
+    return { rejected, violations };
+  };
+}
 
 /** One run under one fault (or none). */
 export interface AdapterRunResult extends AdapterVerdict {
