@@ -70,3 +70,26 @@ export declare function withInterleaving(inner: SessionStore): {
   store: SessionStore;
   arm(meanwhile: () => Promise<void>): void;
 };
+
+/** A backend an adapter test runs on: opens fresh stores, and removes what they left at the end. */
+export interface TestBackend {
+  name: 'memory' | 'jsonl' | 'sqlite' | 'postgres';
+  /** A fresh, empty store (a new temp dir or PostgreSQL schema each call). */
+  open(): Promise<SessionStore>;
+  /** Removes every directory or schema `open` made so far (call it in `afterAll`). */
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Memory, JSONL and SQLite, and PostgreSQL when {@link postgresAvailable}. `prefix` (lower-case
+ * letters, digits, `_`) names the temp dirs (`tidemark-<prefix>-<backend>-…`) and the PostgreSQL
+ * schemas (`<prefix>_<random>`), so a test's leftovers say whose they are.
+ */
+export declare function testBackends(prefix: string): Promise<TestBackend[]>;
+/**
+ * True when the PostgreSQL test server answers. Otherwise false with a warning, except with
+ * CI=true, where a missing server throws.
+ */
+export declare function postgresAvailable(): Promise<boolean>;
+/** Drops every PostgreSQL schema whose name starts with `prefix` (e.g. those of child processes). */
+export declare function dropSchemas(prefix: string): Promise<void>;

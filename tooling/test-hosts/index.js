@@ -1,3 +1,4 @@
+export { dropSchemas, postgresAvailable, testBackends } from './backends.js';
 export { startHost } from './hosts.js';
 export { withInterleaving } from './interleave.js';
 export { openStoreAt, PG_URL, postgresAnswers, sharedBackends } from './stores.js';

@@ -2,6 +2,8 @@
 // their TypeScript sources, so tests run against the code as written, without a stale build.
 import { defineConfig, mergeConfig } from 'vitest/config';
 
+export { buildStalePackages, isStale } from './build-stale.js';
+
 const conditions = ['@tidemark/source', 'import', 'module', 'node', 'default'];
 // Vitest hands ssr.resolve.conditions to Node as --conditions for externalized dependencies, where
 // they apply to require() too: 'import' (or 'module') there makes a CommonJS package such as pg load

@@ -11,9 +11,9 @@ import {
   State,
 } from '@google/adk';
 import { isTidemarkError } from '@tidemark/core';
+import { testBackends } from '@tidemark/test-hosts';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { TidemarkSessionService } from '../src/index.js';
-import { backends } from './backends.js';
 
 interface Target {
   name: string;
@@ -41,7 +41,7 @@ const targets: Target[] = [
     cleanup: async () => undefined,
     control: true,
   },
-  ...(await backends()).map((backend) => ({
+  ...(await testBackends('adk')).map((backend) => ({
     name: `TidemarkSessionService on ${backend.name}`,
     open: async () => new TidemarkSessionService({ store: await backend.open() }),
     cleanup: backend.cleanup,
@@ -480,7 +480,7 @@ describe.each(targets)('$name', (target) => {
 });
 
 describe('TidemarkSessionService errors', async () => {
-  const [memory] = await backends();
+  const [memory] = await testBackends('adk');
   test2('rejects a duplicate session with ALREADY_EXISTS and a missing one with NOT_FOUND', async () => {
     const service = new TidemarkSessionService({ store: await memory!.open() });
     await service.createSession({ appName: 'a', userId: 'u', sessionId: 's' });

@@ -3,15 +3,15 @@
 // Whatever it reads, it must answer what the whole log answers: same events in the same order,
 // replacements applied, the same state, on every backend and for every window size.
 import { createEvent, createEventActions } from '@google/adk';
+import { testBackends } from '@tidemark/test-hosts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TidemarkSessionService } from '../src/index.js';
 import { SNAPSHOT_EVERY } from '../src/records.js';
-import { backends } from './backends.js';
 
 const key = { appName: 'app', userId: 'u', sessionId: 'long' };
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
-describe.each(await backends())('tail reads on $name', (backend) => {
+describe.each(await testBackends('adk'))('tail reads on $name', (backend) => {
   afterAll(() => backend.cleanup());
 
   it('answer what the whole log answers, replacements and snapshots included', {

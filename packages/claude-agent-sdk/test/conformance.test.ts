@@ -3,15 +3,15 @@
 // words, on every backend; plus uuid idempotency and summaries, which the SDK asks of stores.
 import type { SessionKey, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
 import type { SessionStore } from '@tidemark/core';
+import { testBackends } from '@tidemark/test-hosts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TidemarkSessionStore } from '../src/index.js';
-import { backends } from './backends.js';
 
 const KEY: SessionKey = { projectKey: 'proj', sessionId: 'sess' };
 const sub = (subpath: string): SessionKey => ({ ...KEY, subpath });
 const entry = (type: string, extra: Record<string, unknown> = {}): SessionStoreEntry => ({ type, ...extra });
 
-for (const backend of await backends()) {
+for (const backend of await testBackends('claude')) {
   describe(`TidemarkSessionStore on ${backend.name}`, () => {
     const stores: SessionStore[] = [];
     afterAll(async () => {

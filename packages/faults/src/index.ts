@@ -26,6 +26,7 @@ export * from './replay.js';
 export * from './report/replay-command.js';
 export * from './report/report.js';
 export * from './report/report-html.js';
+export * from './sweeps/adapter-sweeps.js';
 export * from './sweeps/concurrent-pairs.js';
 export * from './sweeps/concurrent-sweeps.js';
 export * from './sweeps/coverage.js';

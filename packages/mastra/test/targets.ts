@@ -4,8 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import type { MastraDBMessage, StorageThreadType } from '@mastra/core/memory';
 import { InMemoryStore, type MemoryStorage, type WorkflowsStorage } from '@mastra/core/storage';
+import { testBackends } from '@tidemark/test-hosts';
 import { TidemarkMastraStore } from '../src/index.js';
-import { backends } from './backends.js';
 
 /** A store under test: its memory and workflows domains, and how to drop what it made. */
 export interface Target {
@@ -26,7 +26,7 @@ export async function targets(): Promise<Target[]> {
     },
     cleanup: async () => undefined,
   };
-  const ours = (await backends()).map(
+  const ours = (await testBackends('mastra')).map(
     (backend): Target => ({
       name: `tidemark on ${backend.name}`,
       control: false,

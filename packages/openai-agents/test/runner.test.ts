@@ -13,10 +13,10 @@ import {
 } from '@openai/agents-core';
 import { assistantMessage, functionCall, modelResponse, ScriptedModel } from '@openai/agents-core/testing';
 import type { SessionStore } from '@tidemark/core';
+import { testBackends } from '@tidemark/test-hosts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { TidemarkSession } from '../src/index.js';
-import { backends } from './backends.js';
 
 const runner = new Runner({ tracingDisabled: true });
 
@@ -31,7 +31,7 @@ class CountingSession extends TidemarkSession {
   }
 }
 
-for (const backend of await backends()) {
+for (const backend of await testBackends('oa')) {
   describe(`Runner with TidemarkSession on ${backend.name}`, () => {
     const stores: SessionStore[] = [];
     afterAll(async () => {

@@ -3,9 +3,9 @@
 // back from storage, not from an object in memory.
 import type { AgentInputItem } from '@openai/agents-core';
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
+import { testBackends } from '@tidemark/test-hosts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TidemarkSession } from '../src/index.js';
-import { backends } from './backends.js';
 
 const user = (text: string): AgentInputItem => ({ role: 'user', content: [{ type: 'input_text', text }] });
 
@@ -19,7 +19,7 @@ async function rejectsWith(promise: Promise<unknown>, code: string, message: Reg
   expect((error as Error).message).toMatch(message);
 }
 
-for (const backend of await backends()) {
+for (const backend of await testBackends('oa')) {
   describe(`TidemarkSession on ${backend.name}`, () => {
     const stores: SessionStore[] = [];
     afterAll(async () => {

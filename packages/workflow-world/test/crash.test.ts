@@ -6,8 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dropSchemas, postgresAvailable } from '@tidemark/test-hosts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { dropSchemas, postgresAnswers } from './backends.js';
 import { type Server, startServer, until } from './server.js';
 
 const root = mkdtempSync(join(tmpdir(), 'tidemark-ww-crash-'));
@@ -22,7 +22,7 @@ const stores: [string, string][] = [
   ['JSONL', `jsonl:${join(root, 'jsonl')}`],
   ['SQLite', `sqlite:${join(root, 'runs.db')}`],
 ];
-if (await postgresAnswers()) stores.push(['PostgreSQL', `postgres:ww_crash_${process.pid}`]);
+if (await postgresAvailable()) stores.push(['PostgreSQL', `postgres:ww_crash_${process.pid}`]);
 
 const countOf = (events: { eventType: string }[], type: string) =>
   events.filter((e) => e.eventType === type).length;

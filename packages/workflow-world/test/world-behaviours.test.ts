@@ -2,11 +2,11 @@
 // answers, what it refuses (with the World's own errors), what the read-only views show, and the
 // streams as logs.
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
+import { type TestBackend, testBackends } from '@tidemark/test-hosts';
 import type { World } from '@workflow/world';
 import { SPEC_VERSION_CURRENT } from '@workflow/world';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { decodeValue, encodeValue } from '../src/index.js';
-import { type Backend, backends } from './backends.js';
 import { bytes, create, newRunId, req, worldOn } from './world-fixtures.js';
 
 const types = async (w: World, runId: string) =>
@@ -27,7 +27,7 @@ describe('the value encoding', () => {
   });
 });
 
-const list: Backend[] = await backends();
+const list: TestBackend[] = await testBackends('ww');
 afterAll(async () => {
   for (const backend of list) await backend.cleanup();
 });

@@ -5,9 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { dropSchemas, postgresAvailable } from '@tidemark/test-hosts';
 import { createTestSuite } from '@workflow/world-testing';
 import { afterAll, beforeAll, describe } from 'vitest';
-import { dropSchemas, postgresAnswers } from './backends.js';
 
 const WORLD = './test/fixtures/tidemark-world.mjs';
 const root = mkdtempSync(join(tmpdir(), 'tidemark-ww-suite-'));
@@ -31,7 +31,7 @@ describe('world-testing on SQLite', () => {
   createTestSuite(WORLD);
 });
 
-describe.runIf(await postgresAnswers())('world-testing on PostgreSQL', () => {
+describe.runIf(await postgresAvailable())('world-testing on PostgreSQL', () => {
   withStore(`postgres:${schema}`);
   createTestSuite(WORLD);
   afterAll(() => dropSchemas(schema));

@@ -1,0 +1,53 @@
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildStalePackages, isStale } from '../index.js';
+
+const root = mkdtempSync(join(tmpdir(), 'tidemark-build-stale-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A one-file package with a tsconfig.build.json that emits dist/index.js. */
+function tinyPackage(name: string): string {
+  const dir = join(root, name);
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  writeFileSync(join(dir, 'src', 'index.ts'), 'export const answer: number = 42;\n');
+  writeFileSync(
+    join(dir, 'tsconfig.build.json'),
+    JSON.stringify({
+      compilerOptions: { outDir: 'dist', rootDir: 'src', module: 'es2022', target: 'es2022' },
+      include: ['src'],
+    }),
+  );
+  return dir;
+}
+
+describe('buildStalePackages', () => {
+  it('builds a package without dist, then leaves it alone until a source is newer', () => {
+    const pkg = tinyPackage('a');
+    expect(isStale(pkg)).toBe(true);
+    expect(buildStalePackages(import.meta.url, [pkg])).toEqual([pkg]);
+    expect(existsSync(join(pkg, 'dist', 'index.js'))).toBe(true);
+    expect(isStale(pkg)).toBe(false);
+    expect(buildStalePackages(import.meta.url, [pkg])).toEqual([]);
+
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(join(pkg, 'src', 'index.ts'), later, later);
+    expect(isStale(pkg)).toBe(true);
+    expect(buildStalePackages(import.meta.url, [pkg])).toEqual([pkg]);
+  });
+
+  it('resolves package paths against the directory of `from`', () => {
+    const pkg = tinyPackage('b');
+    // Need not exist: only its directory counts (and TypeScript resolves from there).
+    const from = fileURLToPath(new URL('./nested/global-setup.ts', import.meta.url));
+    expect(buildStalePackages(from, [relative(dirname(from), pkg)])).toEqual([pkg]);
+  });
+
+  it('throws when a build fails, instead of leaving the tests to run stale code', () => {
+    const pkg = tinyPackage('c');
+    writeFileSync(join(pkg, 'src', 'index.ts'), 'export const answer: number = "not a number";\n');
+    expect(() => buildStalePackages(import.meta.url, [pkg])).toThrow();
+  });
+});

@@ -1,0 +1,3 @@
+import { tidemarkVitest } from './index.js';
+
+export default tidemarkVitest();
