@@ -1,6 +1,9 @@
 import { tidemarkVitest } from '@tidemark/vitest-config';
 
-const config = tidemarkVitest({ test: { globalSetup: ['test/global-setup.ts'] } });
+// Each test runs the built binary many times (the migrate round trip some forty times); on a
+// loaded two-core machine one run can take seconds, and a CI dry run timed out at the preset's
+// 30 s. The timeout guards against a hang only.
+const config = tidemarkVitest({ test: { globalSetup: ['test/global-setup.ts'], testTimeout: 180_000 } });
 // Vitest hands ssr.resolve.conditions to Node as --conditions. The shared preset's 'import' would
 // make pg's require('pg-pool') load pg-pool's ESM build (a namespace, not the Pool class), which
 // the PostgreSQL tests' own connection needs; workspace sources still resolve.

@@ -19,7 +19,7 @@ import {
   type OpenJsonlOn,
   recordAdapterCrashPoints,
 } from '@tidemark/faults';
-import { openJsonlStore } from '@tidemark/jsonl';
+import { jsonlDriver } from '@tidemark/jsonl/harness';
 import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
 import { TidemarkSaver } from '../src/index.js';
@@ -39,7 +39,8 @@ const ERRNOS: readonly ErrnoName[] = FULL
 const SAMPLED_RUNS = 10;
 /** Crash points kept in the quick run (every state of each). */
 const SAMPLED_CRASH_POINTS = 6;
-const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
+// The JSONL harness driver's own opener: its writers stay held, so every run makes the same operations.
+const openJsonl: OpenJsonlOn = (root, fs) => jsonlDriver().open({ root, fs });
 
 /** Workload under the fault, then the live saver's view once lifted, then a reopened store's. */
 const workloadThenVerify = adapterWorkloadThenVerify(

@@ -18,7 +18,7 @@ import {
   type OpenJsonlOn,
   recordAdapterCrashPoints,
 } from '@tidemark/faults';
-import { openJsonlStore } from '@tidemark/jsonl';
+import { jsonlDriver } from '@tidemark/jsonl/harness';
 import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
 import { checkStore, continueWork, Ledger, runWorkload } from './harness-workload.js';
@@ -29,7 +29,8 @@ const ERRNOS: readonly ErrnoName[] = FULL
   : ['EIO', 'ENOSPC', 'EACCES'];
 const SAMPLED_RUNS = 10;
 const SAMPLED_CRASH_POINTS = 6;
-const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
+// The JSONL harness driver's own opener: its writers stay held, so every run makes the same operations.
+const openJsonl: OpenJsonlOn = (root, fs) => jsonlDriver().open({ root, fs });
 
 /** The workload under the fault, then the checks on the live store once lifted and on a reopened one. */
 const workloadThenVerify = adapterWorkloadThenVerify(

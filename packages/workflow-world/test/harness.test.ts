@@ -18,7 +18,7 @@ import {
   type OpenJsonlOn,
   recordAdapterCrashPoints,
 } from '@tidemark/faults';
-import { openJsonlStore } from '@tidemark/jsonl';
+import { jsonlDriver } from '@tidemark/jsonl/harness';
 import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
 import { checkRun, continueRun, Ledger, runWorkload } from './harness-workload.js';
@@ -28,7 +28,8 @@ const FULL = process.env.TIDEMARK_WORKFLOW_FAULTS === 'full';
 const ERRNOS: readonly ErrnoName[] = FULL ? ['EIO', 'ENOSPC', 'EACCES', 'EROFS', 'EPERM'] : ['EIO', 'ENOSPC'];
 const SAMPLED_RUNS = 12;
 const SAMPLED_CRASH_POINTS = 8;
-const openJsonl: OpenJsonlOn = (root, fs) => openJsonlStore({ root, fs });
+// The JSONL harness driver's own opener: its writers stay held, so every run makes the same operations.
+const openJsonl: OpenJsonlOn = (root, fs) => jsonlDriver().open({ root, fs });
 
 /** The workload under the fault; once lifted, the checks on the live store, then on a reopened one. */
 const workloadThenVerify = adapterWorkloadThenVerify(
