@@ -13,8 +13,10 @@ export {
   listPage,
   matchesSearch,
   type ProblemJson,
+  presentSummary,
   SEARCH_RESULT_LIMIT,
   SEARCH_SCAN_LIMIT,
+  type SessionPresenter,
   searchPage,
 } from './queries.js';
 export { type SessionBrowser, type SessionBrowserOptions, startSessionBrowser } from './server.js';

@@ -4,6 +4,7 @@
 import {
   encodeCursor,
   type ListProblem,
+  type SessionEvent,
   type SessionStore,
   type SessionSummary,
   TidemarkError,
@@ -20,6 +21,25 @@ export const SEARCH_SCAN_LIMIT = 20_000;
 const SEARCH_STORE_PAGE = 1000;
 /** How many of the newest sessions a summary lookup without a usable hint looks through. */
 export const SUMMARY_SCAN_LIMIT = 2000;
+
+/**
+ * How the browser shows what the store returns, for a store whose values cannot be shown as they
+ * are (the CLI passes one that puts "sealed" in place of each sealed value when it has no keys).
+ * It changes only what the pages and the JSON API show and search, never the JSONL export, which
+ * streams the events as the store returns them. Both functions are pure and must not throw.
+ */
+export interface SessionPresenter {
+  summary?(summary: SessionSummary): SessionSummary;
+  event?(event: SessionEvent): SessionEvent;
+}
+
+/** The summary as shown. */
+export function presentSummary(
+  summary: SessionSummary,
+  presenter: SessionPresenter | undefined,
+): SessionSummary {
+  return presenter?.summary === undefined ? summary : presenter.summary(summary);
+}
 
 /** A session that list could only report as a problem, as the browser receives it. */
 export interface ProblemJson {
@@ -42,9 +62,16 @@ function problemJson(problem: ListProblem): ProblemJson {
 }
 
 /** One keyset page of the store, newest first. */
-export async function listPage(store: SessionStore, cursor: string | undefined): Promise<ListResponse> {
+export async function listPage(
+  store: SessionStore,
+  cursor: string | undefined,
+  presenter?: SessionPresenter,
+): Promise<ListResponse> {
   const page = await store.list({ limit: LIST_PAGE_SIZE, ...(cursor !== undefined && { cursor }) });
-  const response: ListResponse = { sessions: page.sessions, problems: page.problems.map(problemJson) };
+  const response: ListResponse = {
+    sessions: page.sessions.map((s) => presentSummary(s, presenter)),
+    problems: page.problems.map(problemJson),
+  };
   if (page.nextCursor !== undefined) response.nextCursor = page.nextCursor;
   return response;
 }
@@ -65,6 +92,7 @@ export async function searchPage(
   store: SessionStore,
   text: string,
   cursor: string | undefined,
+  presenter?: SessionPresenter,
 ): Promise<ListResponse> {
   const needle = text.trim().toLowerCase();
   if (needle === '') throw new TidemarkError('INVALID', 'search: the search text is empty');
@@ -75,7 +103,11 @@ export async function searchPage(
   do {
     const page = await store.list({ limit: SEARCH_STORE_PAGE, ...(next !== undefined && { cursor: next }) });
     scanned += page.sessions.length;
-    for (const summary of page.sessions) if (matchesSearch(summary, needle)) sessions.push(summary);
+    // What is searched is what is shown: never the stored form of a value the page hides.
+    for (const stored of page.sessions) {
+      const summary = presentSummary(stored, presenter);
+      if (matchesSearch(summary, needle)) sessions.push(summary);
+    }
     for (const problem of page.problems) problems.set(problem.id, problemJson(problem));
     next = page.nextCursor;
   } while (next !== undefined && sessions.length < SEARCH_RESULT_LIMIT && scanned < SEARCH_SCAN_LIMIT);
@@ -98,13 +130,14 @@ export async function findSummary(
   store: SessionStore,
   id: string,
   updatedAt: string | undefined,
+  presenter?: SessionPresenter,
 ): Promise<SummaryLookup> {
   if (updatedAt !== undefined) {
     try {
       const cursor = encodeCursor({ updatedAt, id: '' });
       const page = await store.list({ cursor, limit: 20 });
       const found = page.sessions.find((summary) => summary.id === id);
-      if (found !== undefined) return { summary: found };
+      if (found !== undefined) return { summary: presentSummary(found, presenter) };
     } catch {
       // A store with cursors of its own: look through the newest sessions instead.
     }
@@ -114,7 +147,7 @@ export async function findSummary(
   do {
     const page = await store.list({ limit: 1000, ...(cursor !== undefined && { cursor }) });
     const found = page.sessions.find((summary) => summary.id === id);
-    if (found !== undefined) return { summary: found };
+    if (found !== undefined) return { summary: presentSummary(found, presenter) };
     const problem = page.problems.find((p) => p.id === id);
     if (problem !== undefined) return { problem: problemJson(problem) };
     scanned += page.sessions.length;

@@ -6,7 +6,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isIsoTime, isValidId, type SessionStore, TidemarkError } from '@tidemark/core';
 import { errorJson, statusOf } from './errors.js';
 import { errorPage, type Page } from './pages.js';
-import { listPage, searchPage } from './queries.js';
+import { listPage, type SessionPresenter, searchPage } from './queries.js';
 import { BASE_HEADERS, send, sendErrorJson, sendJson, sendPage } from './respond.js';
 import { sessionView } from './session-view.js';
 
@@ -17,6 +17,8 @@ export interface RouteContext {
   app: Page;
   /** `/TOKEN/`: the root of every path. */
   base: string;
+  /** How pages and the JSON API show summaries and events (not the export). */
+  presenter?: SessionPresenter;
 }
 
 function sendErrorPage(res: ServerResponse, error: unknown, base: string): void {
@@ -135,11 +137,11 @@ async function routeApi(
 ): Promise<void> {
   const cursor = optionalParam(params, 'cursor');
   if (parts.length === 1 && parts[0] === 'sessions') {
-    sendJson(res, 200, await listPage(ctx.store, cursor));
+    sendJson(res, 200, await listPage(ctx.store, cursor, ctx.presenter));
     return;
   }
   if (parts.length === 1 && parts[0] === 'search') {
-    sendJson(res, 200, await searchPage(ctx.store, params.get('q') ?? '', cursor));
+    sendJson(res, 200, await searchPage(ctx.store, params.get('q') ?? '', cursor, ctx.presenter));
     return;
   }
   if (parts[0] === 'session' && (parts.length === 2 || (parts.length === 3 && parts[2] === 'export'))) {
@@ -154,7 +156,13 @@ async function routeApi(
     sendJson(
       res,
       200,
-      await sessionView(ctx.store, id, fromParam(params), at !== undefined && isIsoTime(at) ? at : undefined),
+      await sessionView(
+        ctx.store,
+        id,
+        fromParam(params),
+        at !== undefined && isIsoTime(at) ? at : undefined,
+        ctx.presenter,
+      ),
     );
     return;
   }

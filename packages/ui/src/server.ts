@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { errorJson } from './errors.js';
 import { loadAppPage } from './pages.js';
+import type { SessionPresenter } from './queries.js';
 import { send, sendErrorJson } from './respond.js';
 import { routeRequest } from './routes.js';
 
@@ -18,6 +19,11 @@ export interface SessionBrowserOptions {
   port?: number;
   /** Loopback address to bind: `127.0.0.1` (default), `::1` or another 127.x.y.z. */
   host?: string;
+  /**
+   * How the pages and the JSON API show summaries and events (the export streams them as the
+   * store returns them). Default: as they are.
+   */
+  presenter?: SessionPresenter;
 }
 
 /** A running session browser. */
@@ -54,7 +60,12 @@ export async function startSessionBrowser(options: SessionBrowserOptions): Promi
     throw new TidemarkError('INVALID', `ui: port must be an integer from 0 to 65535, got ${port}`);
   }
   const token = randomBytes(TOKEN_BYTES).toString('base64url');
-  const context = { store: options.store, app: loadAppPage(), base: `/${token}/` };
+  const context = {
+    store: options.store,
+    app: loadAppPage(),
+    base: `/${token}/`,
+    ...(options.presenter !== undefined && { presenter: options.presenter }),
+  };
   const tokenDigest = digest(token);
   let boundPort = port;
   const server = createServer((req, res) => {

@@ -11,7 +11,7 @@ import {
   type StoreMaintenance,
 } from '@tidemark/core';
 import { type ErrorJson, errorJson } from './errors.js';
-import { findSummary, type ProblemJson } from './queries.js';
+import { findSummary, type ProblemJson, type SessionPresenter } from './queries.js';
 
 /** Events sent in one response; the timeline asks for the next page from `nextFrom`. */
 export const EVENT_PAGE_SIZE = 10_000;
@@ -64,7 +64,7 @@ async function readPage(
 
 /**
  * The view of session `id` from seq `from`. `updatedAt` is the list's hint for finding the summary
- * quickly. The commit state comes from verify, else from the summary, else from the events read
+ * quickly; `presenter` says how summary and events are shown. The commit state comes from verify, else from the summary, else from the events read
  * with the default boundary types.
  */
 export async function sessionView(
@@ -72,13 +72,16 @@ export async function sessionView(
   id: string,
   from: number,
   updatedAt: string | undefined,
+  presenter?: SessionPresenter,
 ): Promise<SessionView> {
   const [lookup, page, health] = await Promise.all([
-    findSummary(store, id, updatedAt),
+    findSummary(store, id, updatedAt, presenter),
     readPage(store, id, from),
     verifyOne(store, id),
   ]);
-  const view: SessionView = { id, events: page.events, from, committedSeq: -1, interrupted: false };
+  const presentEvent = presenter?.event;
+  const events = presentEvent === undefined ? page.events : page.events.map((e) => presentEvent(e));
+  const view: SessionView = { id, events, from, committedSeq: -1, interrupted: false };
   if ('summary' in lookup) view.summary = lookup.summary;
   else if ('problem' in lookup) view.summaryProblem = lookup.problem;
   else view.summaryMissing = lookup.missing;
