@@ -11,6 +11,7 @@ import { runImport } from './commands/import.js';
 import { runList } from './commands/list.js';
 import { runMigrate } from './commands/migrate.js';
 import { runPrune } from './commands/prune.js';
+import { runKeys, runRekey } from './commands/rekey.js';
 import { runRepair } from './commands/repair.js';
 import { runShow } from './commands/show.js';
 import { runTrash } from './commands/trash.js';
@@ -37,6 +38,8 @@ const COMMANDS: Record<string, (ctx: Context) => Promise<number>> = {
   active: runActive,
   config: runConfig,
   ui: runUi,
+  rekey: runRekey,
+  keys: runKeys,
 };
 
 /**

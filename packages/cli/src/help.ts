@@ -21,15 +21,22 @@ export interface CommandHelp {
 }
 
 const JSON_FLAG = ['json', undefined, 'print the result as JSON'] as const;
+const KEYS_FLAG = [
+  'keys',
+  'FILE',
+  'keys of a sealed store, one id:base64 a line, the first current (default: TIDEMARK_KEYS)',
+] as const;
 
 /** Every command but `harness`, whose options are the fault harness's own (`tidemark harness --help`). */
 export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
   list: {
     usage: 'list [--cwd DIR] [--limit N] [--json]',
-    summary: 'Sessions, newest first. Sessions the store cannot read are problems on stderr (exit 1).',
+    summary:
+      'Sessions, newest first. Sessions the store cannot read are problems on stderr (exit 1). A sealed title shows as "sealed" without keys.',
     flags: [
       ['cwd', 'DIR', 'only the sessions of this working directory'],
       ['limit', 'N', 'at most N sessions (a positive integer; default all)'],
+      KEYS_FLAG,
       JSON_FLAG,
     ],
     store: true,
@@ -37,8 +44,9 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
   },
   show: {
     usage: 'show <id> [--json]',
-    summary: 'A readable timeline of one session: every event, the commit state and the summary.',
-    flags: [JSON_FLAG],
+    summary:
+      'A readable timeline of one session: every event, the commit state and the summary. With keys, sealed values are opened; without, each shows as "sealed".',
+    flags: [KEYS_FLAG, JSON_FLAG],
     store: true,
     trash: true,
   },
@@ -86,27 +94,60 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
     trash: true,
   },
   export: {
-    usage: 'export <id>',
-    summary: 'Writes the session as JSONL on stdout: a header line, then one event per line.',
-    flags: [],
+    usage: 'export <id> [--decrypt]',
+    summary:
+      'Writes the session as JSONL on stdout: a header line, then one event per line, as stored (a sealed session stays sealed). --decrypt writes the plaintext instead.',
+    flags: [
+      ['decrypt', undefined, 'open every sealed value (needs keys): the output is plaintext'],
+      KEYS_FLAG,
+    ],
     store: true,
     trash: true,
   },
   import: {
     usage: 'import [--id ID] [--json] < session.jsonl',
-    summary: 'Reads a session from stdin, as `tidemark export` wrote it, into the store.',
-    flags: [['id', 'ID', 'store it under this id instead of the one in the header'], JSON_FLAG],
+    summary:
+      'Reads a session from stdin, as `tidemark export` wrote it, into the store. With keys it is stored sealed; without, a plaintext session is refused by a store that holds sealed sessions.',
+    flags: [['id', 'ID', 'store it under this id instead of the one in the header'], KEYS_FLAG, JSON_FLAG],
     store: true,
     trash: false,
   },
   migrate: {
-    usage: 'migrate --from ADDRESS --to ADDRESS [--json]',
-    summary: 'Copies every session from one store to another, each verified; a rerun resumes.',
+    usage: 'migrate --from ADDRESS --to ADDRESS [--seal | --unseal] [--json]',
+    summary:
+      'Copies every session from one store to another, each verified; a rerun resumes. Records are copied as stored (sealed stays sealed) unless --seal or --unseal is given.',
     flags: [
       ['from', 'ADDRESS', 'the store to copy from (read only)'],
       ['to', 'ADDRESS', 'the store to copy into'],
+      ['seal', undefined, 'store every session sealed under the current key (plaintext and sealed sources)'],
+      ['unseal', undefined, 'store every session as plaintext (the source must be sealed)'],
+      KEYS_FLAG,
       JSON_FLAG,
     ],
+    store: false,
+    trash: false,
+  },
+  rekey: {
+    usage: 'rekey [--staging ADDRESS] [--keys FILE] [--json]',
+    summary:
+      'Re-seals every session of the store under the current key (the first of the keys), each all or nothing, through a staging store; after a crash or a kill, run it again and it finishes. Exit 1 when sessions are left to do. Run it while no agent writes the store.',
+    flags: [
+      [
+        'staging',
+        'ADDRESS',
+        'the store for copies in flight (default jsonl:$TIDEMARK_HOME/rekey-staging/<store hash>); keep it until a run completes',
+      ],
+      KEYS_FLAG,
+      JSON_FLAG,
+    ],
+    store: true,
+    trash: false,
+  },
+  keys: {
+    usage: 'keys generate [--id ID] [--json]',
+    summary:
+      'Prints a new random 32-byte key as an id:base64 entry. Put it FIRST in TIDEMARK_KEYS (or the keys file) to make it current, keep the old keys after it, then run `tidemark rekey`.',
+    flags: [['id', 'ID', 'the key id (default k<UTC date and time>)'], JSON_FLAG],
     store: false,
     trash: false,
   },
@@ -126,9 +167,11 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
   },
   ui: {
     usage: 'ui [--port N] [--json]',
-    summary: 'Serves a local, read-only session browser on 127.0.0.1 and prints its URL; Ctrl-C stops it.',
+    summary:
+      'Serves a local, read-only session browser on 127.0.0.1 and prints its URL; Ctrl-C stops it. With keys it opens sealed values; without, each shows as "sealed".',
     flags: [
       ['port', 'N', 'the TCP port (default 0: any free port)'],
+      KEYS_FLAG,
       ['json', undefined, 'print the URL as JSON'],
     ],
     store: true,

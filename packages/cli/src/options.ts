@@ -8,15 +8,18 @@ export const USAGE = `Usage: tidemark [--store ADDRESS] <command> [options]
 
 Commands:
   list [--cwd DIR] [--limit N] [--json]       sessions, newest first
-  show <id> [--json]                          a readable timeline of one session
+  show <id> [--json]                          a readable timeline of one session ("sealed" without keys)
   delete <id>                                 move a session to the trash
   prune [--older-than DAYS] [--yes] [--json]  preview (default) or move old sessions to the trash
   trash list|restore <id>|purge [--dry-run]   the trash (purge only after the grace period)
   verify [<id> | --all] [--json]              check logs read-only; exit 1 when damage is found
   repair <id> [--cut-tail] [--drop-corrupt]   quarantine torn bytes (and the interrupted tail, a corrupt end)
-  export <id>                                 JSONL on stdout: a header line, then the events
-  import [--id ID]                            JSONL from stdin, as written by export
+  export <id> [--decrypt]                     JSONL on stdout: a header line, then the events (as stored)
+  import [--id ID]                            JSONL from stdin, as written by export (sealed with keys)
   migrate --from ADDRESS --to ADDRESS [--json] copy every session, verified and resumable
+          [--seal | --unseal]                 ... sealing or unsealing every session on the way
+  rekey [--staging ADDRESS] [--json]          re-seal every session under the current key, resumable
+  keys generate [--id ID]                     print a new key entry (id:base64) for TIDEMARK_KEYS
   active [<id>] [--cwd DIR]                   show or set the active session of a project
   config [--set-store ADDRESS]                show or change $TIDEMARK_HOME/config.json
   harness [args...]                           run the storage-fault harness (@tidemark/faults)
@@ -27,6 +30,7 @@ Commands:
 Progress goes to stderr only on a terminal, never with --json. NO_COLOR turns colour off.
 
 Stores: jsonl:DIR, sqlite:FILE, memory:, postgres://... (default jsonl:$TIDEMARK_HOME/sessions)
+Keys of sealed stores: --keys FILE, else TIDEMARK_KEYS (comma-separated id:base64, the first current)
 Exit codes: 0 ok, 1 problems found, 2 usage, 3 NOT_FOUND, 4 ALREADY_EXISTS, 5 CONFLICT,
   6 INVALID, 7 CORRUPT, 8 UNSUPPORTED_FORMAT, 9 IO, 10 CLOSED, 11 AUDITED_MISSING,
   12 UNAVAILABLE, 70 internal error`;
@@ -49,6 +53,11 @@ const OPTIONS = {
   id: { type: 'string' },
   'set-store': { type: 'string' },
   port: { type: 'string' },
+  keys: { type: 'string' },
+  staging: { type: 'string' },
+  decrypt: { type: 'boolean' },
+  seal: { type: 'boolean' },
+  unseal: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean' },
 } as const;

@@ -36,7 +36,7 @@ function build(name: string): string | undefined {
 }
 
 export default function setup(project: TestProject): void {
-  for (const required of ['core', 'memory', 'lifecycle']) {
+  for (const required of ['core', 'memory', 'lifecycle', 'sealed']) {
     const failure = build(required);
     if (failure !== undefined) throw new Error(failure);
   }

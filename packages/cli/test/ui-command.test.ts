@@ -7,10 +7,10 @@ import { BIN, home, tidemark, useTempHome } from './run-cli.js';
 useTempHome();
 
 /** Starts `tidemark ui` and resolves with the URL it prints, and the child to stop. */
-async function startUi(args: string[]) {
+async function startUi(args: string[], env: NodeJS.ProcessEnv = {}) {
   const child = spawn(process.execPath, [BIN, ...args], {
     cwd: home(),
-    env: { PATH: process.env.PATH, TIDEMARK_HOME: home() },
+    env: { PATH: process.env.PATH, TIDEMARK_HOME: home(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -56,6 +56,52 @@ describe('tidemark ui', () => {
       child.kill('SIGTERM');
     }
     expect(await exited).toBe(0);
+  });
+
+  describe('over a sealed store', () => {
+    const key = `k1:${Buffer.alloc(32, 1).toString('base64')}`;
+    const header = {
+      format: 'tidemark-export',
+      version: 1,
+      meta: { id: 'sealed1', createdAt: '2026-01-01T00:00:00.000Z' },
+      summary: { updatedAt: '2026-01-01T00:00:00.000Z', eventCount: 1, title: 'SECRET-TITLE' },
+    };
+    const event = {
+      seq: 0,
+      type: 'user/message',
+      time: '2026-01-01T00:00:00.000Z',
+      data: { text: 'SECRET-TEXT' },
+    };
+    const input = `${JSON.stringify(header)}\n${JSON.stringify(event)}\n`;
+
+    /** The list and the session as the browser's API serves them. */
+    async function served(env: NodeJS.ProcessEnv): Promise<string> {
+      const { url, child, exited } = await startUi(['ui', '--port', '0'], env);
+      try {
+        const list = await (await fetch(new URL('api/sessions', url))).text();
+        const session = await (await fetch(new URL('api/session/sealed1', url))).text();
+        return `${list}\n${session}`;
+      } finally {
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+      }
+    }
+
+    it('opens sealed values with the keys', async () => {
+      expect(tidemark(['import'], { input, env: { TIDEMARK_KEYS: key } }).status).toBe(0);
+      const text = await served({ TIDEMARK_KEYS: key });
+      expect(text).toContain('SECRET-TITLE');
+      expect(text).toContain('SECRET-TEXT');
+    });
+
+    it('shows "sealed" in place of each sealed value without keys', async () => {
+      expect(tidemark(['import'], { input, env: { TIDEMARK_KEYS: key } }).status).toBe(0);
+      const text = await served({});
+      expect(text).not.toContain('SECRET');
+      expect(text).not.toContain('ts1.');
+      expect(text).toContain('"title":"sealed"');
+      expect(text).toContain('"data":"sealed"');
+    });
   });
 
   it('prints the URL as JSON with --json', async () => {

@@ -9,6 +9,7 @@ import {
 import { type Context, openMain, print, printJson } from '../context.js';
 import { EXIT_CODES } from '../exit-codes.js';
 import { LIST_HEADER, listRows, renderTable } from '../format.js';
+import { commandKeyring, maskSummary, readThrough } from '../keys.js';
 import { positiveInteger } from '../options.js';
 
 /** A session `list` could not describe, as printed. */
@@ -49,9 +50,13 @@ async function listSessions(
 
 /** Runs `tidemark list [--cwd DIR] [--limit N] [--json]`. */
 export async function runList(ctx: Context): Promise<number> {
-  const main = await openMain(ctx);
+  const keyring = await commandKeyring(ctx);
+  const main = readThrough(await openMain(ctx), keyring);
   const limit = ctx.values.limit === undefined ? undefined : positiveInteger(ctx.values.limit, '--limit');
-  const { sessions: shown, problems } = await listSessions(main.store, ctx.values.cwd, limit);
+  const listed = await listSessions(main.store, ctx.values.cwd, limit);
+  const problems = listed.problems;
+  // Without keys a sealed title is shown as "sealed", never as its ciphertext.
+  const shown = keyring === undefined ? listed.sessions.map(maskSummary) : listed.sessions;
   if (ctx.values.json) {
     printJson(ctx.io, { store: main.address.text, sessions: shown, problems });
   } else {

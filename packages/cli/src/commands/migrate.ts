@@ -3,19 +3,37 @@ import { parseStoreAddress, type StoreAddress } from '../address.js';
 import { auditLog, type Context, openStore, print, printJson } from '../context.js';
 import { CliError, EXIT_CODES } from '../exit-codes.js';
 import { truncate } from '../format.js';
+import { openingView, readThrough, requireKeyring } from '../keys.js';
 import { type MigrateReport, migrateSessions } from '../migrate.js';
 import { progressLine } from '../terminal.js';
 
-/** Runs `tidemark migrate --from ADDRESS --to ADDRESS [--json]`. */
+/**
+ * Runs `tidemark migrate --from ADDRESS --to ADDRESS [--seal | --unseal] [--json]`. Without either
+ * flag the records are copied as stored (sealed ones stay sealed: they are bound to their session
+ * id, seq, type and time, which the copy keeps). `--seal` opens whatever is sealed in the source
+ * and stores every session sealed under the current key; `--unseal` reads the source through a
+ * sealed view (a plaintext or tampered record fails its session) and stores plaintext.
+ */
 export async function runMigrate(ctx: Context): Promise<number> {
   if (ctx.values.from === undefined || ctx.values.to === undefined)
     throw new CliError('USAGE', 'migrate needs --from ADDRESS and --to ADDRESS');
+  if (ctx.values.seal && ctx.values.unseal)
+    throw new CliError('USAGE', 'migrate: --seal and --unseal exclude each other');
+  const mode = ctx.values.seal ? 'seal' : ctx.values.unseal ? 'unseal' : undefined;
+  const keyring = mode === undefined ? undefined : await requireKeyring(ctx, `migrate --${mode}`);
   const fromAddress = parseStoreAddress(ctx.values.from, ctx.io.cwd);
   const toAddress = parseStoreAddress(ctx.values.to, ctx.io.cwd);
   if (fromAddress.text === toAddress.text)
     throw new CliError('USAGE', 'migrate: --from and --to are the same store');
-  const from = await openStore(ctx, fromAddress, true);
-  const to = await openStore(ctx, toAddress);
+  const fromStored = await openStore(ctx, fromAddress, true);
+  const toStored = await openStore(ctx, toAddress);
+  const from =
+    keyring === undefined
+      ? fromStored
+      : mode === 'seal'
+        ? { ...fromStored, store: openingView(fromStored.store, keyring) }
+        : readThrough(fromStored, keyring);
+  const to = mode === 'seal' ? readThrough(toStored, keyring) : toStored;
   const audit = auditLog(ctx);
   const progress = progressLine(ctx);
   const report = await migrateSessions(from.store, to.store, {
@@ -26,6 +44,7 @@ export async function runMigrate(ctx: Context): Promise<number> {
         from: fromAddress.text,
         events: result.events,
         hash: result.hash,
+        ...(mode !== undefined && { [mode === 'seal' ? 'sealed' : 'unsealed']: true }),
       });
     },
   });
