@@ -20,7 +20,7 @@ describe('tidemark <command> --help', () => {
 
   it('has an entry for every command but harness, whose help is the harness own', () => {
     const modules = ['active', 'config', 'delete', 'export', 'import', 'list', 'migrate', 'prune']
-      .concat(['repair', 'show', 'trash', 'ui', 'verify'])
+      .concat(['repair', 'show', 'trash', 'ui', 'verify', 'rekey', 'keys'])
       .sort();
     expect(Object.keys(COMMAND_HELP).sort()).toEqual(modules);
   });
