@@ -122,6 +122,14 @@ export async function openMain(ctx: Context): Promise<Backend> {
   return openStore(ctx, mainAddress(ctx));
 }
 
+/** The trash store's address: `--trash`, else the config file, else beside the main store. */
+export function trashAddressOf(ctx: Context, main: StoreAddress): StoreAddress {
+  return parseStoreAddress(
+    ctx.values.trash ?? ctx.config.trash ?? defaultTrashAddress(ctx.home, main),
+    ctx.io.cwd,
+  );
+}
+
 /** The lifecycle of the main store; `moves` for the commands that move sessions in or out of the trash. */
 export async function openLifecycleFor(ctx: Context, main: Backend, moves = false): Promise<Lifecycle> {
   const trashText = ctx.values.trash ?? ctx.config.trash ?? defaultTrashAddress(ctx.home, main.address);
@@ -145,7 +153,7 @@ export async function openLifecycleFor(ctx: Context, main: Backend, moves = fals
 }
 
 /** The trash beside the main store, of the same kind: `jsonl:$TIDEMARK_HOME/trash`, `sqlite:$TIDEMARK_HOME/trash.db`. */
-function defaultTrashAddress(home: string, main: StoreAddress): string {
+export function defaultTrashAddress(home: string, main: StoreAddress): string {
   switch (main.kind) {
     case 'sqlite':
       return `sqlite:${join(home, 'trash.db')}`;

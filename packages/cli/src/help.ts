@@ -130,7 +130,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
   rekey: {
     usage: 'rekey [--staging ADDRESS] [--keys FILE] [--json]',
     summary:
-      'Re-seals every session of the store under the current key (the first of the keys), each all or nothing, through a staging store; after a crash or a kill, run it again and it finishes. Exit 1 when sessions are left to do. Run it while no agent writes the store.',
+      'Re-seals every session of the store under the current key (the first of the keys), each all or nothing, through a staging store; after a crash or a kill, run it again and it finishes. Exit 1 when sessions are left to do. Run it while no agent writes the store. Keys that sessions in the trash use are not retirable.',
     flags: [
       [
         'staging',
@@ -141,7 +141,7 @@ export const COMMAND_HELP: Readonly<Record<string, CommandHelp>> = {
       JSON_FLAG,
     ],
     store: true,
-    trash: false,
+    trash: true,
   },
   keys: {
     usage: 'keys generate [--id ID] [--json]',

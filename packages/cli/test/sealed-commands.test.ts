@@ -225,6 +225,32 @@ describe('a sealed store through the CLI', () => {
     expect(filesContaining(home(), MARK)).toEqual([]);
   });
 
+  it('rekey keeps a key that a session in the trash uses from retirement, and the trashed session restores', () => {
+    for (const id of ['t1', 't2']) tidemark(['import'], { input: markedExport(id), ...withKeys(K1) });
+    expect(tidemark(['delete', 't2']).status).toBe(0);
+    const run = tidemark(['rekey'], withKeys(`${K2},${K1}`));
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/trash .*: 1 session\(s\) under k1, kept as they are/);
+    expect(run.stdout).toContain('retirable: none');
+    const json = JSON.parse(tidemark(['rekey', '--json'], withKeys(`${K2},${K1}`)).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json).toMatchObject({
+      complete: true,
+      retirable: [],
+      trash: { sessions: 1, keysInUse: { k1: 1 } },
+    });
+    // Restored and re-sealed, k1 is free.
+    expect(tidemark(['trash', 'restore', 't2']).status).toBe(0);
+    const after = JSON.parse(tidemark(['rekey', '--json'], withKeys(`${K2},${K1}`)).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(after).toMatchObject({ complete: true, resealed: ['t2'], retirable: ['k1'] });
+    expect(tidemark(['show', 't2'], withKeys(K2)).stdout).toContain(`${MARK} output`);
+  });
+
   it('rekey exits 1 and names a session it cannot open, and re-seals the others', () => {
     tidemark(['import'], { input: markedExport('ok1'), ...withKeys(K1) });
     const stranger = `k9:${Buffer.alloc(32, 9).toString('base64')}`;
