@@ -3,14 +3,14 @@
 // one key and equal to the original; a final run completes, every session is under the current
 // key, the staging store is empty, and the old keys can be dropped from the keyring.
 //
-// A run's length is measured first on a copy of the store, and the start-up of the process; each
-// kill lands at a uniformly random instant between the start and the estimated end of what is left
-// of the work. When a run got through before its
-// kill (all current), a new key is made current, so that the next runs have work again. The
+// A run's length is measured first on a copy of the store, and the fixed cost of a run over an
+// empty store; one kill in ten lands at a uniformly random instant from the start of the process,
+// the others within the estimated span of what is left of the work. The kill
 // instants come from a seeded generator: TIDEMARK_SEED=<n> replays a failure.
-// CI: until 20 kills per backend landed mid-work; TIDEMARK_FULL=1: 100.
+// CI: at least 20 kills per backend, 10 of them mid-work; TIDEMARK_FULL=1: 100 and 50.
 import { spawn } from 'node:child_process';
-import { cp, mkdtemp, rm } from 'node:fs/promises';
+
+import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JsonValue, SessionEvent, SessionStore } from '@tidemark/core';
@@ -56,9 +56,9 @@ interface Original {
   events: SessionEvent[];
 }
 
-/** Session `i`: from 1 to 80 events, every ninth session with large outputs. */
+/** Session `i`: from 1 to 60 events, every ninth session with large outputs. */
 function original(i: number): Original {
-  const n = 1 + ((i * 37) % 80);
+  const n = 1 + ((i * 37) % 60);
   const big = i % 9 === 4;
   const events: SessionEvent[] = [];
   for (let seq = 0; seq < n; seq++) {
@@ -66,7 +66,7 @@ function original(i: number): Original {
     const data: JsonValue =
       type === 'user/message'
         ? { text: `prompt ${seq} of session ${i}` }
-        : { output: big ? `${'o'.repeat(20_000)}${seq}` : `result ${seq} of ${i}`, ok: seq % 2 === 0 };
+        : { output: big ? `${'o'.repeat(10_000)}${seq}` : `result ${seq} of ${i}`, ok: seq % 2 === 0 };
     events.push({ seq, type, time: new Date(Date.UTC(2026, 0, 1, 0, i, seq % 60, seq)).toISOString(), data });
   }
   return {
@@ -262,14 +262,22 @@ describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => 
     );
     expect(baseline.status, baseline.stderr).toBe(0);
     expect(JSON.parse(baseline.stdout)).toMatchObject({ complete: true, retirable: ['k1'] });
-    const span = baseline.ms;
-    // How long the process takes before it does anything: a command that opens nothing.
-    const startup = await new Promise<number>((resolve) => {
-      const started = performance.now();
-      spawn(process.execPath, [BIN, 'keys', 'generate'], { stdio: 'ignore' }).once('exit', () =>
-        resolve(performance.now() - started),
-      );
-    });
+    let span = baseline.ms;
+    // The fixed cost of a run (process start, modules, opening the stores): a run over an empty store.
+    const emptyFile = kind === 'jsonl' ? 'empty' : 'empty.db';
+    // A JSONL root appears with its first session: an empty one is a directory made by hand.
+    if (kind === 'jsonl') await mkdir(join(dir, emptyFile), { recursive: true });
+    await seed(kind, join(dir, emptyFile), []);
+    const empty = await runRekey(
+      join(dir, 'empty-home'),
+      {
+        mainAddress: `${kind}:${join(dir, emptyFile)}`,
+        stagingAddress: `jsonl:${join(dir, 'empty-staging')}`,
+      },
+      keysUpTo(2),
+    );
+    expect(empty.status, empty.stderr).toBe(0);
+    const startup = Math.min(empty.ms, span);
 
     const next = random(SEED);
     let generation = 2;
@@ -278,20 +286,24 @@ describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => 
     let stagedOnlyKills = 0;
     let runsThrough = 0;
     let before = await checkState(kind, paths, originals, keysUpTo(generation));
-    // Kills until KILLS of them landed mid-work (the instants before the process starts working
-    // or after it is done count as kills but not as mid-work), bounded.
-    while ((kills < KILLS || midWork < KILLS) && kills < 4 * KILLS) {
-      // An instant within what is left of the work (sessions not yet current), after the start.
+    // At least KILLS kills, and until half as many landed mid-work, bounded. Mid-work: the kill left
+    // a visible change (a session re-sealed, staged or restored) and work still to do. A kill
+    // during start-up, or during a session's load and staging write before it landed, shows no
+    // change and is counted as a kill only.
+    while ((kills < KILLS || midWork < KILLS / 2) && kills < 3 * KILLS) {
+      // A random instant: one kill in ten anywhere from the start of the process (before it does
+      // anything, too), the others within what is left of the work (sessions not yet current).
       const left = SESSIONS - [...before.main.values()].filter((k) => k === `k${generation}`).length;
       const work = Math.max(span - startup, 50) * Math.max(left / SESSIONS, 0.1);
-      const run = await runRekey(
-        home,
-        addresses,
-        keysUpTo(generation),
-        Math.floor(next() * (startup + work)),
-      );
+      const at = next() < 0.1 ? next() * (startup + work) : startup + next() * work;
+      const run = await runRekey(home, addresses, keysUpTo(generation), Math.floor(at));
       if (run.signal === 'SIGKILL') kills++;
-      else expect(run.status, `a run that was not killed: ${run.stderr}`).toBe(0);
+      else {
+        expect(run.status, `a run that was not killed: ${run.stderr}`).toBe(0);
+        // It got through before its kill: the machine is faster than measured (or was loaded
+        // then). Estimate a whole run again from this one, which did `left` sessions.
+        span = startup + (Math.max(run.ms - startup, 1) * SESSIONS) / Math.max(left, 1);
+      }
       const after = await checkState(kind, paths, originals, keysUpTo(generation));
       const current = [...after.main.values()].filter((k) => k === `k${generation}`).length;
       const finished = current === SESSIONS && after.staged.size === 0;
@@ -345,8 +357,10 @@ describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => 
     console.log(
       `rekey kill test (${kind}, seed ${SEED}): ${kills} kills, ${midWork} mid-work, ${stagedOnlyKills} with a session only in staging, ` +
         `${runsThrough} runs got through before their kill (a new key each), ${SESSIONS} sessions, ${events} events, ` +
-        `one run ${Math.round(span)} ms, start-up ${Math.round(startup)} ms`,
+        `a whole run about ${Math.round(span)} ms (last estimate), start-up ${Math.round(startup)} ms`,
     );
-    expect(midWork, 'kills that landed while sessions were being re-sealed').toBeGreaterThanOrEqual(KILLS);
+    expect(midWork, 'kills that landed while sessions were being re-sealed').toBeGreaterThanOrEqual(
+      KILLS / 2,
+    );
   });
 });
