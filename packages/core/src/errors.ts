@@ -41,6 +41,8 @@ export interface ErrorLocation {
   row?: string;
   /** Sequence number of the event concerned, when known. */
   seq?: number;
+  /** Summary field concerned (`title`, `firstPrompt`, `attrs`), e.g. a sealed field that fails to open. */
+  field?: string;
 }
 
 /** Brand shared by every copy of this package, so that duplicated installs still recognise each other. */

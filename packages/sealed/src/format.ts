@@ -1,0 +1,378 @@
+// The sealed format, version 1 (`ts1`), as pure functions over events and summary fields.
+//
+// A sealed value is the text `ts1.<keyId>.<iv>.<ct>`: iv is 12 bytes, ct the AES-256-GCM
+// ciphertext followed by its 16-byte tag, both base64url without padding. An event keeps seq, type
+// and time in clear and its data becomes `{ "tidemark:sealed": "<sealed value>" }`; the plaintext
+// is the UTF-8 of JSON.stringify(data). The associated data binds a record to its place:
+//   event:   ts1 \0 event \0 <sessionId> \0 <seq> \0 <type> \0 <time> \0 <keyId>
+//   summary: ts1 \0 <field> \0 <sessionId> \0 <keyId>            (field: title, firstPrompt, attrs)
+// Only `type` can hold a NUL, and every other part cannot, so the framing is unambiguous.
+// The IV is synthetic: the first 12 bytes of HMAC-SHA256(ivKey, u32be(len aad) || aad || plaintext),
+// so sealing the same event twice gives the same bytes (an in-doubt append retried with the same
+// events is still an idempotent retry for the backend), and different plaintexts or places never
+// share an IV.
+import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import {
+  type JsonValue,
+  MAX_TEXT_LENGTH,
+  type SessionEvent,
+  type SessionSummary,
+  type SummaryPatch,
+  TidemarkError,
+} from '@tidemark/core';
+import { type SealedFailure, type SealedPlace, sealedCorrupt } from './errors.js';
+import { type DerivedKeys, derivedKeys, KEY_ID_PATTERN, type Keyring } from './keyring.js';
+
+/** The one key of a sealed event's `data` (and of sealed `attrs`). */
+export const SEALED_KEY = 'tidemark:sealed';
+/** The format version tag that starts every sealed value. */
+export const SEALED_VERSION = 'ts1';
+/** The attrs entry where redaction counts are kept (inside the sealed attrs). */
+export const REDACTIONS_ATTR = 'tidemark:redactions';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const BASE64URL_CHARS = /^[A-Za-z0-9_-]+$/;
+
+/** Summary fields that are sealed. */
+export type SealedField = 'title' | 'firstPrompt' | 'attrs';
+
+/** A parsed sealed value. */
+interface Parsed {
+  keyId: string;
+  iv: Buffer;
+  ct: Buffer;
+}
+
+/** Why a text is not a well-formed sealed value, or its parts. */
+function parseSealed(text: string): Parsed | string {
+  const dot1 = text.indexOf('.');
+  if (dot1 === -1 || text.slice(0, dot1) !== SEALED_VERSION) {
+    return `not in sealed format ${SEALED_VERSION} (starts ${JSON.stringify(text.slice(0, 8))})`;
+  }
+  const dot2 = text.indexOf('.', dot1 + 1);
+  const dot3 = dot2 === -1 ? -1 : text.indexOf('.', dot2 + 1);
+  if (dot3 === -1 || text.indexOf('.', dot3 + 1) !== -1) return 'expected 4 dot-separated parts';
+  const keyId = text.slice(dot1 + 1, dot2);
+  if (!KEY_ID_PATTERN.test(keyId)) return 'bad key id';
+  const iv = decodeBase64url(text.slice(dot2 + 1, dot3));
+  if (iv === undefined || iv.length !== IV_BYTES) return 'bad iv';
+  const ct = decodeBase64url(text.slice(dot3 + 1));
+  if (ct === undefined || ct.length < TAG_BYTES) return 'bad ciphertext';
+  return { keyId, iv, ct };
+}
+
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * Strict base64url without padding: only the alphabet, and the unused low bits of the last
+ * character zero, so that every bit of the text matters (a flipped bit is never decoded away).
+ */
+function decodeBase64url(text: string): Buffer | undefined {
+  const rest = text.length % 4;
+  if (rest === 1 || !BASE64URL_CHARS.test(text)) return undefined;
+  if (rest !== 0) {
+    const last = B64URL.indexOf(text[text.length - 1]!);
+    if ((last & (rest === 2 ? 0x0f : 0x03)) !== 0) return undefined;
+  }
+  return Buffer.from(text, 'base64url');
+}
+
+function sealBytes(keyId: string, keys: DerivedKeys, aad: Buffer, plaintext: Buffer): string {
+  const length = Buffer.allocUnsafe(4);
+  length.writeUInt32BE(aad.length, 0);
+  const iv = createHmac('sha256', keys.iv)
+    .update(length)
+    .update(aad)
+    .update(plaintext)
+    .digest()
+    .subarray(0, IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', keys.enc, iv);
+  cipher.setAAD(aad);
+  const head = cipher.update(plaintext);
+  const tail = cipher.final();
+  const ct = Buffer.concat([head, tail, cipher.getAuthTag()]);
+  return `${SEALED_VERSION}.${keyId}.${iv.toString('base64url')}.${ct.toString('base64url')}`;
+}
+
+type Opened = { ok: true; plaintext: Buffer } | { ok: false; failure: SealedFailure; detail: string };
+
+function openBytes(keyring: Keyring, parsed: Parsed, aad: Buffer): Opened {
+  const keys = derivedKeys(keyring, parsed.keyId);
+  if (keys === undefined) {
+    return {
+      ok: false,
+      failure: 'unknown-key',
+      detail: `sealed under key id ${JSON.stringify(parsed.keyId)}, which the keyring lacks (it has ${keyring.ids().join(', ')})`,
+    };
+  }
+  const decipher = createDecipheriv('aes-256-gcm', keys.enc, parsed.iv);
+  decipher.setAAD(aad);
+  decipher.setAuthTag(parsed.ct.subarray(parsed.ct.length - TAG_BYTES));
+  try {
+    const head = decipher.update(parsed.ct.subarray(0, parsed.ct.length - TAG_BYTES));
+    const tail = decipher.final();
+    return { ok: true, plaintext: tail.length === 0 ? head : Buffer.concat([head, tail]) };
+  } catch {
+    return {
+      ok: false,
+      failure: 'tampered',
+      detail:
+        'sealed record fails authentication (changed, or moved from another session, seq, type, time or key)',
+    };
+  }
+}
+
+function eventAad(sessionId: string, event: SessionEvent, keyId: string): Buffer {
+  return Buffer.from(
+    `${SEALED_VERSION}\0event\0${sessionId}\0${event.seq}\0${event.type}\0${event.time}\0${keyId}`,
+  );
+}
+
+function fieldAad(sessionId: string, field: SealedField, keyId: string): Buffer {
+  return Buffer.from(`${SEALED_VERSION}\0${field}\0${sessionId}\0${keyId}`);
+}
+
+function currentKeys(keyring: Keyring): DerivedKeys {
+  const keys = derivedKeys(keyring, keyring.currentId);
+  if (keys === undefined) throw new TidemarkError('INVALID', 'keyring: the current key is missing');
+  return keys;
+}
+
+/** The sealed value inside `data` (`{ "tidemark:sealed": value }` and nothing else), if that is its shape. */
+function sealedValueOf(data: JsonValue): JsonValue | undefined {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
+  let value: JsonValue | undefined;
+  let count = 0;
+  for (const key in data) {
+    count++;
+    if (key === SEALED_KEY) value = data[key];
+  }
+  return count === 1 ? value : undefined;
+}
+
+/** True when `data` has the shape of sealed event data (or sealed attrs) with a well-formed sealed value. */
+export function isSealedData(data: JsonValue): boolean {
+  const value = sealedValueOf(data);
+  return typeof value === 'string' && typeof parseSealed(value) !== 'string';
+}
+
+/** True when `text` is a well-formed sealed value (a sealed title or firstPrompt). */
+export function isSealedText(text: string): boolean {
+  return typeof text === 'string' && typeof parseSealed(text) !== 'string';
+}
+
+/** The key id a sealed value (event data, sealed attrs, or sealed text) was sealed under; undefined when not sealed. */
+export function sealedKeyId(value: JsonValue | string): string | undefined {
+  const text = typeof value === 'string' ? value : sealedValueOf(value);
+  if (typeof text !== 'string') return undefined;
+  const parsed = parseSealed(text);
+  return typeof parsed === 'string' ? undefined : parsed.keyId;
+}
+
+/** Seals one event's `data` under the keyring's current key. The event must be valid JSON. */
+export function sealEvent(keyring: Keyring, sessionId: string, event: SessionEvent): SessionEvent {
+  const keyId = keyring.currentId;
+  const plaintext = Buffer.from(JSON.stringify(event.data), 'utf8');
+  const sealed = sealBytes(keyId, currentKeys(keyring), eventAad(sessionId, event, keyId), plaintext);
+  return { seq: event.seq, type: event.type, time: event.time, data: { [SEALED_KEY]: sealed } };
+}
+
+/** Parses a stored sealed value, or throws CORRUPT (plaintext / malformed) naming the place. */
+function parseStored(
+  value: JsonValue | undefined,
+  sessionId: string,
+  place: SealedPlace,
+  what: string,
+): Parsed {
+  if (value === undefined) {
+    throw sealedCorrupt('plaintext', sessionId, place, `${what} is not sealed (plaintext in a sealed store)`);
+  }
+  if (typeof value !== 'string') {
+    throw sealedCorrupt(
+      'malformed',
+      sessionId,
+      place,
+      `${what} has a malformed sealed envelope: not a string`,
+    );
+  }
+  const parsed = parseSealed(value);
+  if (typeof parsed === 'string') {
+    throw sealedCorrupt('malformed', sessionId, place, `${what} has a malformed sealed envelope: ${parsed}`);
+  }
+  return parsed;
+}
+
+function parseStoredData(data: JsonValue, sessionId: string, place: SealedPlace, what: string): Parsed {
+  const value = sealedValueOf(data);
+  if (
+    value === undefined &&
+    typeof data === 'object' &&
+    data !== null &&
+    !Array.isArray(data) &&
+    SEALED_KEY in data
+  ) {
+    throw sealedCorrupt('malformed', sessionId, place, `${what} has a malformed sealed envelope: extra keys`);
+  }
+  return parseStored(value, sessionId, place, what);
+}
+
+function openJson(
+  keyring: Keyring,
+  parsed: Parsed,
+  aad: Buffer,
+  sessionId: string,
+  place: SealedPlace,
+  what: string,
+): JsonValue {
+  const opened = openBytes(keyring, parsed, aad);
+  if (!opened.ok) throw sealedCorrupt(opened.failure, sessionId, place, `${what}: ${opened.detail}`);
+  try {
+    return JSON.parse(opened.plaintext.toString('utf8')) as JsonValue;
+  } catch {
+    throw sealedCorrupt('malformed', sessionId, place, `${what}: the opened plaintext is not JSON`);
+  }
+}
+
+/**
+ * Opens one sealed event.
+ * @throws TidemarkError CORRUPT with `sessionId` and `location.seq`: tampered, unknown key id,
+ *   plaintext or malformed (see {@link SealedFailure}).
+ */
+export function openEvent(keyring: Keyring, sessionId: string, event: SessionEvent): SessionEvent {
+  const place = { seq: event.seq };
+  const parsed = parseStoredData(event.data, sessionId, place, 'event data');
+  const data = openJson(
+    keyring,
+    parsed,
+    eventAad(sessionId, event, parsed.keyId),
+    sessionId,
+    place,
+    'event data',
+  );
+  return { seq: event.seq, type: event.type, time: event.time, data };
+}
+
+/**
+ * Checks that an event has the sealed shape, without keys (a store opened without keys shows
+ * sealed data as it is, but still refuses plaintext).
+ * @throws TidemarkError CORRUPT (plaintext / malformed) with `sessionId` and `location.seq`.
+ */
+export function checkSealedEvent(sessionId: string, event: SessionEvent): SessionEvent {
+  parseStoredData(event.data, sessionId, { seq: event.seq }, 'event data');
+  return event;
+}
+
+/** Seals a text field (`title`, `firstPrompt`); INVALID naming the field when the sealed text exceeds the backend's limit. */
+export function sealText(
+  keyring: Keyring,
+  sessionId: string,
+  field: 'title' | 'firstPrompt',
+  text: string,
+  what = 'update',
+): string {
+  const keyId = keyring.currentId;
+  const sealed = sealBytes(
+    keyId,
+    currentKeys(keyring),
+    fieldAad(sessionId, field, keyId),
+    Buffer.from(JSON.stringify(text), 'utf8'),
+  );
+  if (sealed.length > MAX_TEXT_LENGTH) {
+    throw new TidemarkError(
+      'INVALID',
+      `${what}: ${field} is too long to seal: ${text.length} characters are ${sealed.length} sealed, over the limit of ${MAX_TEXT_LENGTH} (about ${maxSealableTextBytes()} bytes of UTF-8 fit)`,
+      { sessionId },
+    );
+  }
+  return sealed;
+}
+
+/** Roughly the most UTF-8 bytes of a title or firstPrompt that still fit sealed (with a 64-character key id). */
+export function maxSealableTextBytes(): number {
+  const overhead = SEALED_VERSION.length + 3 + 64 + 16; // dots, key id, iv
+  return Math.floor(((MAX_TEXT_LENGTH - overhead) * 3) / 4) - TAG_BYTES - 2; // 2: JSON quotes
+}
+
+/** Seals a whole attrs object as `{ "tidemark:sealed": "<sealed value>" }`. */
+export function sealAttrs(
+  keyring: Keyring,
+  sessionId: string,
+  attrs: { [key: string]: JsonValue },
+): { [key: string]: JsonValue } {
+  const keyId = keyring.currentId;
+  const plaintext = Buffer.from(JSON.stringify(attrs), 'utf8');
+  return {
+    [SEALED_KEY]: sealBytes(keyId, currentKeys(keyring), fieldAad(sessionId, 'attrs', keyId), plaintext),
+  };
+}
+
+/**
+ * Seals the content-bearing fields of a summary patch (`title`, `firstPrompt`, `attrs`); `tags`
+ * stay in clear. Fields that are undefined stay undefined.
+ */
+export function sealSummaryFields(
+  keyring: Keyring,
+  sessionId: string,
+  patch: SummaryPatch,
+  what = 'update',
+): SummaryPatch {
+  const out: SummaryPatch = {};
+  if (patch.title !== undefined) out.title = sealText(keyring, sessionId, 'title', patch.title, what);
+  if (patch.firstPrompt !== undefined)
+    out.firstPrompt = sealText(keyring, sessionId, 'firstPrompt', patch.firstPrompt, what);
+  if (patch.tags !== undefined) out.tags = [...patch.tags];
+  if (patch.attrs !== undefined) out.attrs = sealAttrs(keyring, sessionId, patch.attrs);
+  return out;
+}
+
+function openTextField(
+  keyring: Keyring | undefined,
+  sessionId: string,
+  field: 'title' | 'firstPrompt',
+  value: string,
+): string {
+  const place = { field };
+  const parsed = parseStored(value, sessionId, place, field);
+  if (keyring === undefined) return value;
+  const text = openJson(keyring, parsed, fieldAad(sessionId, field, parsed.keyId), sessionId, place, field);
+  if (typeof text !== 'string')
+    throw sealedCorrupt('malformed', sessionId, place, `${field}: the opened value is not text`);
+  return text;
+}
+
+function openAttrsField(
+  keyring: Keyring | undefined,
+  sessionId: string,
+  attrs: { [key: string]: JsonValue },
+): { [key: string]: JsonValue } {
+  const place = { field: 'attrs' as const };
+  const parsed = parseStoredData(attrs, sessionId, place, 'attrs');
+  if (keyring === undefined) return attrs;
+  const value = openJson(
+    keyring,
+    parsed,
+    fieldAad(sessionId, 'attrs', parsed.keyId),
+    sessionId,
+    place,
+    'attrs',
+  );
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw sealedCorrupt('malformed', sessionId, place, 'attrs: the opened value is not an object');
+  }
+  return value;
+}
+
+/**
+ * Opens the sealed fields of a summary. Without a keyring the sealed values are returned as they
+ * are, after checking their shape.
+ * @throws TidemarkError CORRUPT with `sessionId` and `location.field`.
+ */
+export function openSummary(keyring: Keyring | undefined, summary: SessionSummary): SessionSummary {
+  const out: SessionSummary = { ...summary };
+  if (summary.title !== undefined) out.title = openTextField(keyring, summary.id, 'title', summary.title);
+  if (summary.firstPrompt !== undefined)
+    out.firstPrompt = openTextField(keyring, summary.id, 'firstPrompt', summary.firstPrompt);
+  if (summary.attrs !== undefined) out.attrs = openAttrsField(keyring, summary.id, summary.attrs);
+  return out;
+}

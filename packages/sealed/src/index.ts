@@ -1,0 +1,32 @@
+/**
+ * @packageDocumentation
+ * Sealed sessions: authenticated encryption at rest (AES-256-GCM, node:crypto) of each event's
+ * `data` and of the summary's `title`, `firstPrompt` and `attrs`, over any SessionStore.
+ */
+export {
+  noKeys,
+  SEALED_FAILURES,
+  type SealedFailure,
+  SealedRecordError,
+  sealedCorrupt,
+  sealedFailureOf,
+} from './errors.js';
+export {
+  checkSealedEvent,
+  isSealedData,
+  isSealedText,
+  maxSealableTextBytes,
+  openEvent,
+  openSummary,
+  REDACTIONS_ATTR,
+  SEALED_KEY,
+  SEALED_VERSION,
+  type SealedField,
+  sealAttrs,
+  sealEvent,
+  sealedKeyId,
+  sealSummaryFields,
+  sealText,
+} from './format.js';
+export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
+export { type SealedStore, type SealedStoreOptions, sealedEventBytes, sealStore } from './store.js';

@@ -1,0 +1,306 @@
+// `sealStore(inner, options)`: a SessionStore that seals on the way in and opens on the way out,
+// over any SessionStore. The inner store keeps every rule of the contract (atomic, durable,
+// idempotent, one writer); this layer only transforms event data and summary fields.
+import {
+  type AppendResult,
+  assertValidId,
+  type CreateInit,
+  type DeleteOptions,
+  type EventLimits,
+  errors,
+  generateId,
+  jsonEqual,
+  type ListQuery,
+  type LoadedSession,
+  type LoadOptions,
+  type PreparedEvent,
+  prepareBatch,
+  promptOf,
+  type ReadRange,
+  type RepairOptions,
+  type RepairReport,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionPage,
+  type SessionStore,
+  type SessionSummary,
+  type SummaryPatch,
+  TidemarkError,
+  type VerifyReport,
+  validateCreate,
+  validatePatch,
+} from '@tidemark/core';
+import { noKeys } from './errors.js';
+import {
+  checkSealedEvent,
+  openEvent,
+  openSummary,
+  sealEvent,
+  sealSummaryFields,
+  sealText,
+} from './format.js';
+import { type Keyring, type KeysOption, toKeyring } from './keyring.js';
+
+/** Options of {@link sealStore}. */
+export interface SealedStoreOptions {
+  /**
+   * Keys (a Keyring, keys in code, or `TIDEMARK_KEYS` text), or undefined: then the store can
+   * list, has, delete and read (showing sealed values as they are stored), but append, update and
+   * a create with a title reject with INVALID.
+   */
+  keys: KeysOption;
+  /**
+   * Limits on the plaintext events (default: core's, 256 levels and 16 MiB). The inner store sees
+   * only the sealed form (depth 1, about 4/3 of the size), so these are checked here; give the inner
+   * store a `maxEventBytes` of at least `sealedEventBytes(limit)`.
+   */
+  limits?: EventLimits;
+}
+
+/** The size an event of `bytes` serialized bytes may reach once sealed (for the inner store's limit). */
+export function sealedEventBytes(bytes: number): number {
+  return Math.ceil(((bytes + 16) * 4) / 3) + 256;
+}
+
+/** A sealed store: a SessionStore whose event data and content summary fields are sealed in its inner store. */
+export interface SealedStore extends SessionStore {
+  /** The store holding the sealed records. */
+  readonly inner: SessionStore;
+  /** The keys, or undefined for a store opened without keys. */
+  readonly keyring: Keyring | undefined;
+  /** The inner store's verify (sealed records are checked as records; open them with `load`). */
+  verify(target?: { id?: string }): Promise<VerifyReport>;
+  /** The inner store's repair. */
+  repair(id: string, options?: RepairOptions): Promise<RepairReport>;
+}
+
+interface Maintained {
+  verify?(target?: { id?: string }): Promise<VerifyReport>;
+  repair?(id: string, options?: RepairOptions): Promise<RepairReport>;
+}
+
+/** What this instance knows of a session's firstPrompt, to derive it without extra reads. */
+type PromptState = 'pending' | 'pending-derived' | 'pending-set' | 'set';
+
+function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
+  return a.seq === b.seq && a.type === b.type && a.time === b.time && jsonEqual(a.data, b.data);
+}
+
+class SealedSessionStore implements SealedStore {
+  readonly inner: SessionStore;
+  readonly keyring: Keyring | undefined;
+  readonly #limits: EventLimits;
+  readonly #prompts = new Map<string, PromptState>();
+  #closed = false;
+
+  constructor(inner: SessionStore, keyring: Keyring | undefined, limits: EventLimits) {
+    this.inner = inner;
+    this.keyring = keyring;
+    this.#limits = limits;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw errors.closed();
+  }
+
+  #keys(what: string, id?: string): Keyring {
+    if (this.keyring === undefined) throw noKeys(what, id);
+    return this.keyring;
+  }
+
+  async create(init?: CreateInit): Promise<SessionMeta> {
+    this.#assertOpen();
+    const valid = validateCreate(init, generateId);
+    const id = valid.meta.id;
+    const given: CreateInit = { ...(init as CreateInit), id };
+    if (valid.patch.title !== undefined) {
+      given.title = sealText(this.#keys('create', id), id, 'title', valid.patch.title, 'create');
+    }
+    const meta = await this.inner.create(given);
+    this.#prompts.set(id, 'pending');
+    return meta;
+  }
+
+  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
+    this.#assertOpen();
+    assertValidId(id);
+    const prepared = prepareBatch(events, this.#limits, id);
+    const keyring = this.#keys('append', id);
+    const sealed = prepared.map((p) => sealEvent(keyring, id, p.event));
+    let prompt: string | undefined;
+    for (const p of prepared) {
+      prompt = promptOf(p.event);
+      if (prompt !== undefined) break;
+    }
+    const state = this.#prompts.get(id);
+    let derived = false;
+    if (
+      prompt !== undefined &&
+      (state === 'pending' || state === 'pending-derived') &&
+      prepared[0]!.event.seq === 0 &&
+      !(await this.inner.has(id))
+    ) {
+      // Lands with the first batch: the inner store keeps a pending session's patch. Only while the
+      // session is not stored (another instance may have written its first batch: then this
+      // append is a retry or a CONFLICT, and must change nothing). Should the append fail, the
+      // next first batch sets its own prompt over this one ('pending-derived').
+      await this.inner.update(id, { firstPrompt: sealText(keyring, id, 'firstPrompt', prompt, 'append') });
+      this.#prompts.set(id, 'pending-derived');
+      derived = true;
+    }
+    let result: AppendResult;
+    try {
+      result = await this.inner.append(id, sealed);
+    } catch (error) {
+      const retry = await this.#sameAsStored(id, prepared, error);
+      if (retry === undefined) throw error;
+      return retry;
+    }
+    if (derived || state === 'pending-set') this.#prompts.set(id, 'set');
+    else if (prompt !== undefined && state !== 'set') {
+      // Not known here to have a firstPrompt (another instance wrote the first batch, or this one
+      // learnt nothing yet): an empty update returns the stored summary.
+      const stored = await this.inner.update(id, {});
+      if (stored.firstPrompt === undefined) {
+        await this.inner.update(id, { firstPrompt: sealText(keyring, id, 'firstPrompt', prompt, 'append') });
+      }
+      this.#prompts.set(id, 'set');
+    } else if (state === 'pending' || state === 'pending-derived') this.#prompts.delete(id);
+    return result;
+  }
+
+  /**
+   * A CONFLICT for a batch whose events are all stored may still be an idempotent retry: the
+   * inner store compares sealed data as JSON, and sealing is deterministic, but data with its keys
+   * in another order seals to other bytes. Compares the opened events; the stored next seq when they
+   * are equal, undefined when not (then the CONFLICT stands).
+   */
+  async #sameAsStored(
+    id: string,
+    prepared: readonly PreparedEvent[],
+    error: unknown,
+  ): Promise<AppendResult | undefined> {
+    if (!(error instanceof TidemarkError) || error.code !== 'CONFLICT' || this.keyring === undefined)
+      return undefined;
+    const keyring = this.keyring;
+    try {
+      const fromSeq = prepared[0]!.event.seq;
+      const toSeq = prepared[prepared.length - 1]!.event.seq;
+      let i = 0;
+      for await (const stored of this.inner.read(id, { fromSeq, toSeq })) {
+        const mine = prepared[i++]?.event;
+        const opened = openEvent(keyring, id, stored);
+        if (mine === undefined || !sameEvent(mine, opened)) return undefined;
+      }
+      if (i !== prepared.length) return undefined;
+      for await (const last of this.inner.read(id, { last: 1 })) return { nextSeq: last.seq + 1 };
+    } catch {
+      return undefined;
+    }
+    return undefined;
+  }
+
+  async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
+    this.#assertOpen();
+    const loaded = await this.inner.load(id, options);
+    const keyring = this.keyring;
+    const events = new Array<SessionEvent>(loaded.events.length);
+    for (let i = 0; i < events.length; i++) {
+      const event = loaded.events[i]!;
+      events[i] = keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
+    }
+    const summary = openSummary(keyring, loaded.summary);
+    if (summary.firstPrompt !== undefined) this.#prompts.set(id, 'set');
+    return { ...loaded, summary, events };
+  }
+
+  read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
+    const self = this;
+    return {
+      async *[Symbol.asyncIterator]() {
+        self.#assertOpen();
+        const keyring = self.keyring;
+        for await (const event of self.inner.read(id, range)) {
+          yield keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
+        }
+      },
+    };
+  }
+
+  async list(query?: ListQuery): Promise<SessionPage> {
+    this.#assertOpen();
+    const page = await this.inner.list(query);
+    const sessions: SessionSummary[] = [];
+    const problems = [...page.problems];
+    for (const summary of page.sessions) {
+      try {
+        sessions.push(openSummary(this.keyring, summary));
+      } catch (error) {
+        if (!(error instanceof TidemarkError)) throw error;
+        problems.push({ id: summary.id, error });
+      }
+    }
+    return { ...page, sessions, problems };
+  }
+
+  async has(id: string): Promise<boolean> {
+    this.#assertOpen();
+    return this.inner.has(id);
+  }
+
+  async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
+    this.#assertOpen();
+    assertValidId(id);
+    const valid = validatePatch(patch);
+    const sealed = sealSummaryFields(this.#keys('update', id), id, valid);
+    const stored = await this.inner.update(id, sealed);
+    if (valid.firstPrompt !== undefined) {
+      const state = this.#prompts.get(id);
+      this.#prompts.set(id, state === 'pending' || state === 'pending-set' ? 'pending-set' : 'set');
+    }
+    return openSummary(this.keyring, stored);
+  }
+
+  async delete(id: string, options?: DeleteOptions): Promise<void> {
+    this.#assertOpen();
+    try {
+      await this.inner.delete(id, options);
+    } finally {
+      this.#prompts.delete(id);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#prompts.clear();
+    await this.inner.close();
+  }
+
+  async verify(target?: { id?: string }): Promise<VerifyReport> {
+    this.#assertOpen();
+    const inner = this.inner as SessionStore & Maintained;
+    if (inner.verify === undefined)
+      throw errors.invalid('verify: the inner store has no maintenance interface');
+    return inner.verify(target);
+  }
+
+  async repair(id: string, options?: RepairOptions): Promise<RepairReport> {
+    this.#assertOpen();
+    const inner = this.inner as SessionStore & Maintained;
+    if (inner.repair === undefined)
+      throw errors.invalid('repair: the inner store has no maintenance interface');
+    return inner.repair(id, options);
+  }
+}
+
+/**
+ * Wraps any SessionStore so that each event's `data` and the summary's `title`, `firstPrompt` and
+ * `attrs` are sealed (AES-256-GCM, bound to session, seq, type and time) in it. Every adapter takes
+ * the result unchanged.
+ */
+export function sealStore(inner: SessionStore, options: SealedStoreOptions): SealedStore {
+  if (typeof options !== 'object' || options === null || !('keys' in options)) {
+    throw errors.invalid('sealStore: options must name keys (undefined for a store opened without keys)');
+  }
+  return new SealedSessionStore(inner, toKeyring(options.keys), options.limits ?? {});
+}

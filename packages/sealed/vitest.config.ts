@@ -1,0 +1,3 @@
+import { tidemarkVitest } from '@tidemark/vitest-config';
+
+export default tidemarkVitest();
