@@ -29,4 +29,11 @@ export {
   sealText,
 } from './format.js';
 export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
-export { type SealedStore, type SealedStoreOptions, sealedEventBytes, sealStore } from './store.js';
+export * from './redact/index.js';
+export {
+  type SealedAppendResult,
+  type SealedStore,
+  type SealedStoreOptions,
+  sealedEventBytes,
+  sealStore,
+} from './store.js';
