@@ -29,7 +29,14 @@ export {
   sealText,
 } from './format.js';
 export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
-export { type SealedStore, type SealedStoreOptions, sealedEventBytes, sealStore } from './store.js';
+export * from './redact/index.js';
+export {
+  type SealedAppendResult,
+  type SealedStore,
+  type SealedStoreOptions,
+  sealedEventBytes,
+  sealStore,
+} from './store.js';
 
 // --- Key rotation (helper sealed-cli, src/rekey/): re-seal every session under the current key. ---
 export {

@@ -13,7 +13,6 @@ import {
   type ListQuery,
   type LoadedSession,
   type LoadOptions,
-  type PreparedEvent,
   prepareBatch,
   promptOf,
   type ReadRange,
@@ -35,11 +34,22 @@ import {
   checkSealedEvent,
   openEvent,
   openSummary,
+  sealAttrs,
   sealEvent,
   sealSummaryFields,
   sealText,
 } from './format.js';
 import { type Keyring, type KeysOption, toKeyring } from './keyring.js';
+import { mergeCounts, type Redactor } from './redact/index.js';
+import {
+  anyCounted,
+  type RedactionCounts,
+  redactEvents,
+  redactPatch,
+  storedCounts,
+  toRedactor,
+  withCounts,
+} from './redaction.js';
 
 /** Options of {@link sealStore}. */
 export interface SealedStoreOptions {
@@ -55,6 +65,18 @@ export interface SealedStoreOptions {
    * store a `maxEventBytes` of at least `sealedEventBytes(limit)`.
    */
   limits?: EventLimits;
+  /**
+   * Opt-in redaction before sealing: `true` for the default patterns, or a Redactor. Event data,
+   * title, firstPrompt and attrs are redacted; the counts are kept in the sealed attrs under
+   * `"tidemark:redactions"`, and `append` resolves the batch's counts as `redactions`.
+   */
+  redact?: boolean | Redactor;
+}
+
+/** What a sealed store's append resolves: the next seq, and the batch's redactions when there were any. */
+export interface SealedAppendResult extends AppendResult {
+  /** Secrets replaced in this batch, by kind (present only when redaction replaced something). */
+  redactions?: Record<string, number>;
 }
 
 /** The size an event of `bytes` serialized bytes may reach once sealed (for the inner store's limit). */
@@ -68,6 +90,8 @@ export interface SealedStore extends SessionStore {
   readonly inner: SessionStore;
   /** The keys, or undefined for a store opened without keys. */
   readonly keyring: Keyring | undefined;
+  /** Appends as SessionStore.append does; resolves the batch's redaction counts too. */
+  append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult>;
   /** The inner store's verify (sealed records are checked as records; open them with `load`). */
   verify(target?: { id?: string }): Promise<VerifyReport>;
   /** The inner store's repair. */
@@ -90,11 +114,18 @@ class SealedSessionStore implements SealedStore {
   readonly inner: SessionStore;
   readonly keyring: Keyring | undefined;
   readonly #limits: EventLimits;
+  readonly #redactor: Redactor | undefined;
   readonly #prompts = new Map<string, PromptState>();
   #closed = false;
 
-  constructor(inner: SessionStore, keyring: Keyring | undefined, limits: EventLimits) {
+  constructor(
+    inner: SessionStore,
+    keyring: Keyring | undefined,
+    limits: EventLimits,
+    redactor: Redactor | undefined,
+  ) {
     this.inner = inner;
+    this.#redactor = redactor;
     this.keyring = keyring;
     this.#limits = limits;
   }
@@ -113,23 +144,35 @@ class SealedSessionStore implements SealedStore {
     const valid = validateCreate(init, generateId);
     const id = valid.meta.id;
     const given: CreateInit = { ...(init as CreateInit), id };
+    let counts: RedactionCounts = {};
     if (valid.patch.title !== undefined) {
-      given.title = sealText(this.#keys('create', id), id, 'title', valid.patch.title, 'create');
+      const keyring = this.#keys('create', id);
+      let title = valid.patch.title;
+      if (this.#redactor !== undefined) {
+        const result = this.#redactor.redactText(title);
+        title = result.text;
+        counts = result.counts;
+      }
+      given.title = sealText(keyring, id, 'title', title, 'create');
     }
     const meta = await this.inner.create(given);
     this.#prompts.set(id, 'pending');
+    if (anyCounted(counts)) await this.#addRedactions(id, this.#keys('create', id), counts);
     return meta;
   }
 
-  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
+  async append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult> {
     this.#assertOpen();
     assertValidId(id);
     const prepared = prepareBatch(events, this.#limits, id);
     const keyring = this.#keys('append', id);
-    const sealed = prepared.map((p) => sealEvent(keyring, id, p.event));
+    let plain = prepared.map((p) => p.event);
+    let counts: RedactionCounts = {};
+    if (this.#redactor !== undefined) ({ events: plain, counts } = redactEvents(plain, this.#redactor));
+    const sealed = plain.map((event) => sealEvent(keyring, id, event));
     let prompt: string | undefined;
-    for (const p of prepared) {
-      prompt = promptOf(p.event);
+    for (const event of plain) {
+      prompt = promptOf(event);
       if (prompt !== undefined) break;
     }
     const state = this.#prompts.get(id);
@@ -137,7 +180,7 @@ class SealedSessionStore implements SealedStore {
     if (
       prompt !== undefined &&
       (state === 'pending' || state === 'pending-derived') &&
-      prepared[0]!.event.seq === 0 &&
+      plain[0]!.seq === 0 &&
       !(await this.inner.has(id))
     ) {
       // Lands with the first batch: the inner store keeps a pending session's patch. Only while the
@@ -152,7 +195,7 @@ class SealedSessionStore implements SealedStore {
     try {
       result = await this.inner.append(id, sealed);
     } catch (error) {
-      const retry = await this.#sameAsStored(id, prepared, error);
+      const retry = await this.#sameAsStored(id, plain, error);
       if (retry === undefined) throw error;
       return retry;
     }
@@ -166,7 +209,16 @@ class SealedSessionStore implements SealedStore {
       }
       this.#prompts.set(id, 'set');
     } else if (state === 'pending' || state === 'pending-derived') this.#prompts.delete(id);
-    return result;
+    if (!anyCounted(counts)) return result;
+    await this.#addRedactions(id, keyring, counts);
+    return { ...result, redactions: counts };
+  }
+
+  /** Adds `counts` to the session's sealed attrs (an extra read and write, only when something was redacted). */
+  async #addRedactions(id: string, keyring: Keyring, counts: RedactionCounts): Promise<SessionSummary> {
+    const stored = openSummary(keyring, await this.inner.update(id, {}));
+    const attrs = withCounts(stored.attrs ?? {}, mergeCounts(storedCounts(stored.attrs), counts));
+    return this.inner.update(id, { attrs: sealAttrs(keyring, id, attrs) });
   }
 
   /**
@@ -177,18 +229,18 @@ class SealedSessionStore implements SealedStore {
    */
   async #sameAsStored(
     id: string,
-    prepared: readonly PreparedEvent[],
+    prepared: readonly SessionEvent[],
     error: unknown,
   ): Promise<AppendResult | undefined> {
     if (!(error instanceof TidemarkError) || error.code !== 'CONFLICT' || this.keyring === undefined)
       return undefined;
     const keyring = this.keyring;
     try {
-      const fromSeq = prepared[0]!.event.seq;
-      const toSeq = prepared[prepared.length - 1]!.event.seq;
+      const fromSeq = prepared[0]!.seq;
+      const toSeq = prepared[prepared.length - 1]!.seq;
       let i = 0;
       for await (const stored of this.inner.read(id, { fromSeq, toSeq })) {
-        const mine = prepared[i++]?.event;
+        const mine = prepared[i++];
         const opened = openEvent(keyring, id, stored);
         if (mine === undefined || !sameEvent(mine, opened)) return undefined;
       }
@@ -251,8 +303,19 @@ class SealedSessionStore implements SealedStore {
   async update(id: string, patch: SummaryPatch): Promise<SessionSummary> {
     this.#assertOpen();
     assertValidId(id);
-    const valid = validatePatch(patch);
-    const sealed = sealSummaryFields(this.#keys('update', id), id, valid);
+    let valid = validatePatch(patch);
+    const keyring = this.#keys('update', id);
+    if (this.#redactor !== undefined) {
+      const redacted = redactPatch(valid, this.#redactor);
+      valid = redacted.patch;
+      if (valid.attrs !== undefined || anyCounted(redacted.counts)) {
+        // Keep the stored counts (a caller's attrs replace the whole object) and add this patch's.
+        const current = openSummary(keyring, await this.inner.update(id, {}));
+        const counts = mergeCounts(storedCounts(current.attrs), redacted.counts);
+        valid = { ...valid, attrs: withCounts(valid.attrs ?? current.attrs ?? {}, counts) };
+      }
+    }
+    const sealed = sealSummaryFields(keyring, id, valid);
     const stored = await this.inner.update(id, sealed);
     if (valid.firstPrompt !== undefined) {
       const state = this.#prompts.get(id);
@@ -302,5 +365,10 @@ export function sealStore(inner: SessionStore, options: SealedStoreOptions): Sea
   if (typeof options !== 'object' || options === null || !('keys' in options)) {
     throw errors.invalid('sealStore: options must name keys (undefined for a store opened without keys)');
   }
-  return new SealedSessionStore(inner, toKeyring(options.keys), options.limits ?? {});
+  return new SealedSessionStore(
+    inner,
+    toKeyring(options.keys),
+    options.limits ?? {},
+    toRedactor(options.redact),
+  );
 }
