@@ -286,8 +286,8 @@ describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => 
     let stagedOnlyKills = 0;
     let runsThrough = 0;
     let before = await checkState(kind, paths, originals, keysUpTo(generation));
-    // At least KILLS kills, and until half as many landed mid-work, bounded. Mid-work: the kill left
-    // a visible change (a session re-sealed, staged or restored) and work still to do. A kill
+    // At least KILLS kills, and until half as many landed mid-work, bounded. Mid-work: the run
+    // changed something visible (a session re-sealed, staged or restored) and left work to do. A kill
     // during start-up, or during a session's load and staging write before it landed, shows no
     // change and is counted as a kill only.
     while ((kills < KILLS || midWork < KILLS / 2) && kills < 3 * KILLS) {
@@ -309,12 +309,13 @@ describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => 
       const finished = current === SESSIONS && after.staged.size === 0;
       const progressed =
         [...after.main].some(([id, key]) => before.main.get(id) !== key) ||
-        after.staged.size !== before.staged.size ||
+        [...after.staged].some((id) => !before.staged.has(id)) ||
+        [...before.staged].some((id) => !after.staged.has(id)) ||
         after.main.size !== before.main.size;
-      if (run.signal === 'SIGKILL' && !finished && (progressed || after.staged.size > 0)) midWork++;
+      if (run.signal === 'SIGKILL' && !finished && progressed) midWork++;
       // The start-up estimate follows the machine's load: a kill that changed something came after
       // work began; one that changed nothing (while work was left) most likely came before it.
-      if (run.signal === 'SIGKILL' && (progressed || after.staged.size > 0)) startup = Math.min(startup, at);
+      if (run.signal === 'SIGKILL' && progressed) startup = Math.min(startup, at);
       else if (run.signal === 'SIGKILL' && !finished)
         startup = Math.min(span * 0.9, startup + Math.max((at - startup) / 2, 20));
       if (run.signal === 'SIGKILL' && after.stagedOnly > 0) stagedOnlyKills++;
