@@ -1,4 +1,4 @@
-// The backends an adapter's behaviour tests run on: memory, JSONL and SQLite always, PostgreSQL
+// The backends an adapter's behaviour tests run on: memory, JSONL, SQLite and a sealed JSONL store always, PostgreSQL
 // when the local test server answers (a random schema per store). Each backend remembers the
 // directories and schemas it made, so one `cleanup()` at the end of the test file removes them.
 import { randomBytes } from 'node:crypto';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openMemoryStore } from '@tidemark/memory';
 import { openPostgresStore } from '@tidemark/postgres';
+import { Keyring, sealStore } from '@tidemark/sealed';
 import { openSqliteStore } from '@tidemark/sqlite';
 import pg from 'pg';
 import { PG_URL, postgresAnswers } from './stores.js';
@@ -39,6 +40,9 @@ export function dropSchemas(prefix) {
     for (const row of rows) await client.query(`DROP SCHEMA IF EXISTS "${row.nspname}" CASCADE`);
   });
 }
+
+/** A fixed test key: the sealed backend's files are only test data. */
+const TEST_KEYRING = Keyring.parse(`test:${Buffer.alloc(32, 5).toString('base64')}`);
 
 function fileBackend(name, prefix, open) {
   const dirs = [];
@@ -85,6 +89,11 @@ export async function testBackends(prefix) {
     { name: 'memory', open: () => openMemoryStore(), cleanup: async () => undefined },
     fileBackend('jsonl', prefix, (dir) => openJsonlStore({ root: dir })),
     fileBackend('sqlite', prefix, (dir) => openSqliteStore({ path: join(dir, 'sessions.db') })),
+    // Every adapter must work unchanged over a sealed store (SPEC §10): its behaviour tests run
+    // over one too, the embedded default sealed under a test key.
+    fileBackend('sealed-jsonl', prefix, async (dir) =>
+      sealStore(await openJsonlStore({ root: dir }), { keys: TEST_KEYRING }),
+    ),
   ];
   if (await postgresAvailable()) list.push(postgresBackend(prefix));
   return list;

@@ -10,6 +10,7 @@ import type { SessionStore } from '@tidemark/core';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { MemoryVolume, openMemoryStore } from '@tidemark/memory';
 import { openPostgresStore } from '@tidemark/postgres';
+import { Keyring, sealStore } from '@tidemark/sealed';
 import { openSqliteStore } from '@tidemark/sqlite';
 import pg from 'pg';
 
@@ -96,6 +97,19 @@ const sqlite: BackendKind = {
   },
 };
 
+// The adapter unchanged over a sealed store (SPEC §10): the embedded default, sealed.
+const sealedKeys = Keyring.parse(`test:${Buffer.alloc(32, 3).toString('base64')}`);
+const sealedJsonl: BackendKind = {
+  name: 'sealed-jsonl',
+  async make() {
+    const root = await tempDir();
+    return tracked(
+      async () => sealStore(await openJsonlStore({ root }), { keys: sealedKeys }),
+      () => rm(root, { recursive: true, force: true }),
+    );
+  },
+};
+
 const postgres: BackendKind = {
   name: 'postgres',
   async make() {
@@ -115,10 +129,11 @@ const postgres: BackendKind = {
   },
 };
 
-/** Every backend this machine can run: memory, JSONL and SQLite always, PostgreSQL when reachable. */
+/** Every backend this machine can run: memory, JSONL, SQLite and sealed JSONL always, PostgreSQL when reachable. */
 export const BACKENDS: BackendKind[] = [
   memory,
   jsonl,
   sqlite,
+  sealedJsonl,
   ...((await postgresReachable()) ? [postgres] : []),
 ];
