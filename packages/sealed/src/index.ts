@@ -30,14 +30,6 @@ export {
 } from './format.js';
 export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
 export * from './redact/index.js';
-export {
-  type SealedAppendResult,
-  type SealedStore,
-  type SealedStoreOptions,
-  sealedEventBytes,
-  sealStore,
-} from './store.js';
-
 // --- Key rotation (helper sealed-cli, src/rekey/): re-seal every session under the current key. ---
 export {
   type RekeyFailure,
@@ -48,3 +40,10 @@ export {
   type RekeyStep,
   rekeyStore,
 } from './rekey/index.js';
+export {
+  type SealedAppendResult,
+  type SealedStore,
+  type SealedStoreOptions,
+  sealedEventBytes,
+  sealStore,
+} from './store.js';
