@@ -23,7 +23,11 @@ function tinyPackage(name: string): string {
   return dir;
 }
 
-describe('buildStalePackages', () => {
+// Each case runs tsc (twice in the first); 36 s were seen on a loaded two-core machine, so the
+// hang guard is wider than the 30 s default. It bounds a hang, it does not time anything.
+const TSC_RUNS_TIMEOUT_MS = 180_000;
+
+describe('buildStalePackages', { timeout: TSC_RUNS_TIMEOUT_MS }, () => {
   it('builds a package without dist, then leaves it alone until a source is newer', () => {
     const pkg = tinyPackage('a');
     expect(isStale(pkg)).toBe(true);
