@@ -7,7 +7,10 @@ const tiny: Redactor = {
   redactText(text) {
     const parts = text.split('SECRET');
     const n = parts.length - 1;
-    return { text: parts.join('[redacted:tiny]'), counts: (n > 0 ? { tiny: n } : {}) as Record<string, number> };
+    return {
+      text: parts.join('[redacted:tiny]'),
+      counts: (n > 0 ? { tiny: n } : {}) as Record<string, number>,
+    };
   },
 };
 
