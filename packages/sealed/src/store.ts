@@ -103,8 +103,8 @@ interface Maintained {
   repair?(id: string, options?: RepairOptions): Promise<RepairReport>;
 }
 
-/** What this instance knows of a session's firstPrompt, to derive it without extra reads. */
-type PromptState = 'pending' | 'pending-derived' | 'pending-set' | 'set';
+/** A session created here and not yet appended: whether its pending patch has a firstPrompt (the caller's or derived). */
+type PromptState = 'pending' | 'pending-derived' | 'pending-set';
 
 function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
   return a.seq === b.seq && a.type === b.type && a.time === b.time && jsonEqual(a.data, b.data);
@@ -199,16 +199,16 @@ class SealedSessionStore implements SealedStore {
       if (retry === undefined) throw error;
       return retry;
     }
-    if (derived || state === 'pending-set') this.#prompts.set(id, 'set');
-    else if (prompt !== undefined && state !== 'set') {
-      // Not known here to have a firstPrompt (another instance wrote the first batch, or this one
-      // learnt nothing yet): an empty update returns the stored summary.
+    if (state !== undefined) this.#prompts.delete(id); // materialized now
+    if (prompt !== undefined && !derived) {
+      // Not derived with this batch: whether the session has a firstPrompt is the store's to say
+      // (another instance may have written, deleted or re-created it), so no cache: an empty update
+      // returns the stored summary. Only batches with a prompt-bearing event pay for it.
       const stored = await this.inner.update(id, {});
       if (stored.firstPrompt === undefined) {
         await this.inner.update(id, { firstPrompt: sealText(keyring, id, 'firstPrompt', prompt, 'append') });
       }
-      this.#prompts.set(id, 'set');
-    } else if (state === 'pending' || state === 'pending-derived') this.#prompts.delete(id);
+    }
     if (!anyCounted(counts)) return result;
     await this.#addRedactions(id, keyring, counts);
     return { ...result, redactions: counts };
@@ -262,7 +262,6 @@ class SealedSessionStore implements SealedStore {
       events[i] = keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
     }
     const summary = openSummary(keyring, loaded.summary);
-    if (summary.firstPrompt !== undefined) this.#prompts.set(id, 'set');
     return { ...loaded, summary, events };
   }
 
@@ -317,10 +316,7 @@ class SealedSessionStore implements SealedStore {
     }
     const sealed = sealSummaryFields(keyring, id, valid);
     const stored = await this.inner.update(id, sealed);
-    if (valid.firstPrompt !== undefined) {
-      const state = this.#prompts.get(id);
-      this.#prompts.set(id, state === 'pending' || state === 'pending-set' ? 'pending-set' : 'set');
-    }
+    if (valid.firstPrompt !== undefined && this.#prompts.has(id)) this.#prompts.set(id, 'pending-set');
     return openSummary(this.keyring, stored);
   }
 
