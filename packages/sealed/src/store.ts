@@ -50,6 +50,7 @@ import {
   toRedactor,
   withCounts,
 } from './redaction.js';
+import { verifySealed } from './verify.js';
 
 /** Options of {@link sealStore}. */
 export interface SealedStoreOptions {
@@ -92,7 +93,7 @@ export interface SealedStore extends SessionStore {
   readonly keyring: Keyring | undefined;
   /** Appends as SessionStore.append does; resolves the batch's redaction counts too. */
   append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult>;
-  /** The inner store's verify (sealed records are checked as records; open them with `load`). */
+  /** The inner store's verify; with keys, every event of each readable session is opened too (a `corrupt` problem with its seq). */
   verify(target?: { id?: string }): Promise<VerifyReport>;
   /** The inner store's repair. */
   repair(id: string, options?: RepairOptions): Promise<RepairReport>;
@@ -340,7 +341,8 @@ class SealedSessionStore implements SealedStore {
     const inner = this.inner as SessionStore & Maintained;
     if (inner.verify === undefined)
       throw errors.invalid('verify: the inner store has no maintenance interface');
-    return inner.verify(target);
+    const report = await inner.verify(target);
+    return this.keyring === undefined ? report : verifySealed(this.inner, this.keyring, report);
   }
 
   async repair(id: string, options?: RepairOptions): Promise<RepairReport> {
