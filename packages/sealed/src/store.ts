@@ -50,6 +50,7 @@ import {
   toRedactor,
   withCounts,
 } from './redaction.js';
+import { verifySealed } from './verify.js';
 
 /** Options of {@link sealStore}. */
 export interface SealedStoreOptions {
@@ -92,7 +93,7 @@ export interface SealedStore extends SessionStore {
   readonly keyring: Keyring | undefined;
   /** Appends as SessionStore.append does; resolves the batch's redaction counts too. */
   append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult>;
-  /** The inner store's verify (sealed records are checked as records; open them with `load`). */
+  /** The inner store's verify; with keys, every event of each readable session is opened too (a `corrupt` problem with its seq). */
   verify(target?: { id?: string }): Promise<VerifyReport>;
   /** The inner store's repair. */
   repair(id: string, options?: RepairOptions): Promise<RepairReport>;
@@ -103,8 +104,8 @@ interface Maintained {
   repair?(id: string, options?: RepairOptions): Promise<RepairReport>;
 }
 
-/** What this instance knows of a session's firstPrompt, to derive it without extra reads. */
-type PromptState = 'pending' | 'pending-derived' | 'pending-set' | 'set';
+/** A session created here and not yet appended: whether its pending patch has a firstPrompt (the caller's or derived). */
+type PromptState = 'pending' | 'pending-derived' | 'pending-set';
 
 function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
   return a.seq === b.seq && a.type === b.type && a.time === b.time && jsonEqual(a.data, b.data);
@@ -199,16 +200,16 @@ class SealedSessionStore implements SealedStore {
       if (retry === undefined) throw error;
       return retry;
     }
-    if (derived || state === 'pending-set') this.#prompts.set(id, 'set');
-    else if (prompt !== undefined && state !== 'set') {
-      // Not known here to have a firstPrompt (another instance wrote the first batch, or this one
-      // learnt nothing yet): an empty update returns the stored summary.
+    if (state !== undefined) this.#prompts.delete(id); // materialized now
+    if (prompt !== undefined && !derived) {
+      // Not derived with this batch: whether the session has a firstPrompt is the store's to say
+      // (another instance may have written, deleted or re-created it), so no cache: an empty update
+      // returns the stored summary. Only batches with a prompt-bearing event pay for it.
       const stored = await this.inner.update(id, {});
       if (stored.firstPrompt === undefined) {
         await this.inner.update(id, { firstPrompt: sealText(keyring, id, 'firstPrompt', prompt, 'append') });
       }
-      this.#prompts.set(id, 'set');
-    } else if (state === 'pending' || state === 'pending-derived') this.#prompts.delete(id);
+    }
     if (!anyCounted(counts)) return result;
     await this.#addRedactions(id, keyring, counts);
     return { ...result, redactions: counts };
@@ -262,7 +263,6 @@ class SealedSessionStore implements SealedStore {
       events[i] = keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
     }
     const summary = openSummary(keyring, loaded.summary);
-    if (summary.firstPrompt !== undefined) this.#prompts.set(id, 'set');
     return { ...loaded, summary, events };
   }
 
@@ -317,10 +317,7 @@ class SealedSessionStore implements SealedStore {
     }
     const sealed = sealSummaryFields(keyring, id, valid);
     const stored = await this.inner.update(id, sealed);
-    if (valid.firstPrompt !== undefined) {
-      const state = this.#prompts.get(id);
-      this.#prompts.set(id, state === 'pending' || state === 'pending-set' ? 'pending-set' : 'set');
-    }
+    if (valid.firstPrompt !== undefined && this.#prompts.has(id)) this.#prompts.set(id, 'pending-set');
     return openSummary(this.keyring, stored);
   }
 
@@ -344,7 +341,8 @@ class SealedSessionStore implements SealedStore {
     const inner = this.inner as SessionStore & Maintained;
     if (inner.verify === undefined)
       throw errors.invalid('verify: the inner store has no maintenance interface');
-    return inner.verify(target);
+    const report = await inner.verify(target);
+    return this.keyring === undefined ? report : verifySealed(this.inner, this.keyring, report);
   }
 
   async repair(id: string, options?: RepairOptions): Promise<RepairReport> {

@@ -146,3 +146,24 @@ describe('sealed summary fields', () => {
     await expect(store.load('a')).resolves.toMatchObject({ summary: { title: 'title a', attrs: { x: 1 } } });
   });
 });
+
+describe('verify on a sealed store', () => {
+  it('reports a record that does not open as corrupt with its seq, read-only', async () => {
+    const inner = await openMemoryStore();
+    const [e0, e1] = await sealedRecords(await openMemoryStore(), 's');
+    await inner.create({ id: 's' });
+    await inner.append('s', [e0!, { ...e1!, type: 'changed' }]);
+    const store = sealStore(inner, { keys: keyring });
+    await store.create({ id: 'fine' });
+    await store.append('fine', [ev(0)]);
+    const before = (await inner.load('s')).summary.updatedAt;
+    const report = await store.verify();
+    const s = report.sessions.find((h) => h.sessionId === 's');
+    expect(s?.status).toBe('corrupt');
+    expect(s?.problems.filter((p) => p.kind === 'corrupt')).toMatchObject([{ sessionId: 's', seq: 1 }]);
+    expect(report.problems.filter((p) => p.kind === 'corrupt').map((p) => p.sessionId)).toEqual(['s']);
+    expect((await inner.load('s')).summary.updatedAt).toBe(before);
+    const bare = await sealStore(inner, { keys: undefined }).verify({ id: 's' });
+    expect(bare.sessions[0]!.status).toBe('interrupted');
+  });
+});
