@@ -81,6 +81,13 @@ module.exports = {
       to: { path: '^(packages|tooling)/', pathNot: ['^packages/lifecycle/', '^packages/core/'] },
     },
     {
+      name: 'sealed-imports-only-core',
+      severity: 'error',
+      comment: 'docs/contract.md §10: a sealed store wraps any SessionStore; it knows no backend.',
+      from: { path: '^packages/sealed/src/' },
+      to: { path: '^(packages|tooling)/', pathNot: ['^packages/sealed/', '^packages/core/'] },
+    },
+    {
       name: 'nothing-imports-cli',
       severity: 'error',
       comment: 'docs/architecture.md: cli sits on top of everything.',
