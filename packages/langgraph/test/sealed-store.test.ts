@@ -11,7 +11,7 @@ import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import type { BaseCheckpointSaver } from '@langchain/langgraph-checkpoint';
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
 import { openJsonlStore } from '@tidemark/jsonl';
-import { Keyring, sealStore } from '@tidemark/sealed';
+import { Keyring, type KeyringInput, sealStore } from '@tidemark/sealed';
 import { openSqliteStore } from '@tidemark/sqlite';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { TidemarkSaver } from '../src/index.js';
@@ -84,7 +84,7 @@ describe.each(fileBackends)('TidemarkSaver over a sealed $name store', ({ open }
   const closeAll = async () => {
     for (const store of stores.splice(0)) await store.close();
   };
-  const sealedAt = async (k: typeof keys | undefined = keys) => {
+  const sealedAt = async (k: KeyringInput | undefined = keys) => {
     const store = sealStore(await open(dir), { keys: k });
     stores.push(store);
     return store;
