@@ -32,9 +32,22 @@ async function leftovers(backend: TestBackend): Promise<string[]> {
 }
 
 describe('testBackends', () => {
-  it('lists memory, JSONL and SQLite, then PostgreSQL when it answers', () => {
-    expect(backends.map((b) => b.name).slice(0, 3)).toEqual(['memory', 'jsonl', 'sqlite']);
-    expect(backends.slice(3).map((b) => b.name)).toEqual(backends.length > 3 ? ['postgres'] : []);
+  it('lists memory, JSONL, SQLite and sealed JSONL, then PostgreSQL when it answers', () => {
+    expect(backends.map((b) => b.name).slice(0, 4)).toEqual(['memory', 'jsonl', 'sqlite', 'sealed-jsonl']);
+    expect(backends.slice(4).map((b) => b.name)).toEqual(backends.length > 4 ? ['postgres'] : []);
+  });
+
+  it('the sealed JSONL backend stores sealed data and reads it back opened', async () => {
+    const sealed = backends.find((b) => b.name === 'sealed-jsonl')!;
+    const store = await sealed.open();
+    const { id } = await store.create({});
+    const written = event(0);
+    await store.append(id, [written]);
+    const inner = (store as unknown as { inner: typeof store }).inner;
+    expect(JSON.stringify((await inner.load(id)).events[0]!.data)).toContain('tidemark:sealed');
+    expect((await store.load(id)).events[0]).toEqual(written);
+    await store.close();
+    await sealed.cleanup();
   });
 
   it('rejects a prefix that cannot name a schema', async () => {
