@@ -32,6 +32,7 @@ const PACKAGES = [
   'postgres',
   'lifecycle',
   'ui',
+  'sealed',
   'cli',
 ];
 const REPORTS = ['harness-report.json', 'harness-report.md', 'harness-report.html'];
