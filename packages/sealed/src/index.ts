@@ -30,16 +30,8 @@ export {
 } from './format.js';
 export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
 export * from './redact/index.js';
-// --- Key rotation (helper sealed-cli, src/rekey/): re-seal every session under the current key. ---
-export {
-  type RekeyFailure,
-  type RekeyOptions,
-  type RekeyOutcome,
-  type RekeyProgress,
-  type RekeyReport,
-  type RekeyStep,
-  rekeyStore,
-} from './rekey/index.js';
+// Key rotation: re-seal every session under the current key.
+export * from './rekey/index.js';
 export {
   type SealedAppendResult,
   type SealedStore,
