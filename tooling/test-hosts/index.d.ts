@@ -73,7 +73,8 @@ export declare function withInterleaving(inner: SessionStore): {
 
 /** A backend an adapter test runs on: opens fresh stores, and removes what they left at the end. */
 export interface TestBackend {
-  name: 'memory' | 'jsonl' | 'sqlite' | 'sealed-jsonl' | 'postgres';
+  /** `sealed-memory` in CI, `sealed-jsonl` under TIDEMARK_FULL=1: the sealed wrapper over either. */
+  name: 'memory' | 'jsonl' | 'sqlite' | 'sealed-memory' | 'sealed-jsonl' | 'postgres';
   /** A fresh, empty store (a new temp dir or PostgreSQL schema each call). */
   open(): Promise<SessionStore>;
   /** Removes every directory or schema `open` made so far (call it in `afterAll`). */

@@ -97,18 +97,32 @@ const sqlite: BackendKind = {
   },
 };
 
-// The adapter unchanged over a sealed store (SPEC §10): the embedded default, sealed.
+// The adapter unchanged over a sealed store (SPEC §10). The wrapper is the same over any store:
+// CI seals memory (sealing's own cost without JSONL's a second time), TIDEMARK_FULL=1 seals JSONL,
+// the embedded default.
 const sealedKeys = Keyring.parse(`test:${Buffer.alloc(32, 3).toString('base64')}`);
-const sealedJsonl: BackendKind = {
-  name: 'sealed-jsonl',
-  async make() {
-    const root = await tempDir();
-    return tracked(
-      async () => sealStore(await openJsonlStore({ root }), { keys: sealedKeys }),
-      () => rm(root, { recursive: true, force: true }),
-    );
-  },
-};
+const sealed: BackendKind =
+  process.env.TIDEMARK_FULL === '1'
+    ? {
+        name: 'sealed-jsonl',
+        async make() {
+          const root = await tempDir();
+          return tracked(
+            async () => sealStore(await openJsonlStore({ root }), { keys: sealedKeys }),
+            () => rm(root, { recursive: true, force: true }),
+          );
+        },
+      }
+    : {
+        name: 'sealed-memory',
+        async make() {
+          const volume = new MemoryVolume();
+          return tracked(
+            async () => sealStore(await openMemoryStore({ volume }), { keys: sealedKeys }),
+            async () => undefined,
+          );
+        },
+      };
 
 const postgres: BackendKind = {
   name: 'postgres',
@@ -129,11 +143,11 @@ const postgres: BackendKind = {
   },
 };
 
-/** Every backend this machine can run: memory, JSONL, SQLite and sealed JSONL always, PostgreSQL when reachable. */
+/** Every backend this machine can run: memory, JSONL, SQLite and a sealed store always, PostgreSQL when reachable. */
 export const BACKENDS: BackendKind[] = [
   memory,
   jsonl,
   sqlite,
-  sealedJsonl,
+  sealed,
   ...((await postgresReachable()) ? [postgres] : []),
 ];
