@@ -5,6 +5,7 @@
 // event at the same seq means the same log, nothing appended since); events read otherwise are
 // vouched for by what they carry (see `ak` in records.ts) or by {@link ColdLog.unchanged}.
 import { isTidemarkError, type SessionEvent, type SessionStore } from '@tidemark/core';
+import { parseRecord, type ThreadRecord } from './records.js';
 
 /** Pointed seqs this close together are read as one range (a step's channel values sit side by side). */
 const NEIGHBOURS = 4;
@@ -12,12 +13,20 @@ const NEIGHBOURS = 4;
 /** Events ahead of a checkpoint that its earlier writes may lie within to be read with the stretch after it. */
 const NEAR = 64;
 
+/**
+ * What a `fetch…` method answers: `true` at once when the events are already held (no lookup, no
+ * promise: a cold getTuple mostly holds what it asks for), else the lookup, false when it failed.
+ */
+export type Lookup = true | Promise<boolean>;
+
 export class ColdLog {
   private readonly have = new Map<number, SessionEvent>();
   /** The lowest seq of the stretch held from the log's end, without a gap. */
   private from: number;
   /** Seqs of events read by a lookup that did not reach {@link ColdLog.last} (see {@link ColdLog.unchanged}). */
   private readonly loose = new Set<number>();
+  /** What each event held says, parsed once (by the event itself: a seq read again is parsed again). */
+  private readonly parsed = new WeakMap<SessionEvent, ThreadRecord | undefined>();
 
   private constructor(
     private readonly store: SessionStore,
@@ -47,6 +56,14 @@ export class ColdLog {
     return this.have.get(seq);
   }
 
+  /** {@link parseRecord} of `event` (one of this log's), parsed once however often asked for. */
+  record(event: SessionEvent): ThreadRecord | undefined {
+    if (this.parsed.has(event)) return this.parsed.get(event);
+    const record = parseRecord(this.sessionId, event);
+    this.parsed.set(event, record);
+    return record;
+  }
+
   /** The events after `seq` up to the log's last, in order (held once {@link ColdLog.fetchFrom} `seq` succeeded). */
   after(seq: number): SessionEvent[] {
     const events: SessionEvent[] = [];
@@ -58,8 +75,11 @@ export class ColdLog {
    * Holds every event from `seq` to the log's end: read from the end, twice as far back as held at
    * least, so a walk back costs a few lookups. False when the log no longer ends at the same event.
    */
-  async fetchFrom(seq: number): Promise<boolean> {
-    if (seq >= this.from || this.from === 0) return true;
+  fetchFrom(seq: number): Lookup {
+    return seq >= this.from || this.from === 0 ? true : this.readFrom(seq);
+  }
+
+  private async readFrom(seq: number): Promise<boolean> {
     const start = Math.max(0, Math.min(seq, this.from - (this.last.seq - this.from + 1)));
     const count = this.last.seq - start + 1;
     const events = await readOrAbsent(this.store, this.sessionId, { fromSeq: start, last: count });
@@ -78,17 +98,22 @@ export class ColdLog {
    * before it (`wat`), read with the stretch up to the log's end when they are close (writes of a
    * graph run with async durability come just ahead of their checkpoint's put).
    */
-  async fetchNear(at: number, head: SessionEvent | undefined): Promise<boolean> {
+  fetchNear(at: number, head: SessionEvent | undefined): Lookup {
     const data = head?.data;
     const wat = typeof data === 'object' && data !== null && !Array.isArray(data) ? data.wat : undefined;
     if (!Array.isArray(wat) || wat.length === 0) return true;
     const first = Math.min(...wat.filter((seq): seq is number => typeof seq === 'number'));
-    return at - first > NEAR || (await this.fetchFrom(first));
+    return at - first > NEAR || this.fetchFrom(first);
   }
 
   /** Holds the events at `seqs`; false when one is missing. */
-  async fetch(seqs: readonly number[]): Promise<boolean> {
+  fetch(seqs: readonly number[]): Lookup {
     const wanted = [...new Set(seqs)].filter((seq) => !this.have.has(seq)).sort((a, b) => a - b);
+    return wanted.length === 0 ? true : this.readEach(wanted);
+  }
+
+  /** Reads the events at `wanted` (ascending, none held), neighbours in one range. */
+  private async readEach(wanted: readonly number[]): Promise<boolean> {
     for (let i = 0; i < wanted.length; ) {
       let j = i;
       while (j + 1 < wanted.length && wanted[j + 1]! - wanted[j]! <= NEIGHBOURS) j += 1;

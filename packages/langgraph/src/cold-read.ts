@@ -8,7 +8,7 @@
 // thread as before.
 import type { SessionEvent, SessionStore } from '@tidemark/core';
 import { ColdLog } from './cold-log.js';
-import { type CheckpointRecord, parseRecord, type ThreadRecord } from './records.js';
+import type { CheckpointRecord, ThreadRecord } from './records.js';
 import { ThreadState } from './thread-state.js';
 
 export { lastEvent } from './cold-log.js';
@@ -59,30 +59,37 @@ export async function readNewestCold(
   const log = await ColdLog.open(store, sessionId, WINDOW);
   if (log === null) return { kind: 'absent' };
   if (log === undefined) return undefined;
-  const tail = parseRecord(sessionId, log.last);
+  const tail = log.record(log.last);
   if (tail?.kind !== 'boundary' || tail.latest === undefined) return undefined;
   const at = tail.latest[ns];
   if (at === undefined) return undefined;
   if (at < 0) return { kind: 'absent' };
   if (limit > 1 && !tail.chain?.includes(ns)) return undefined;
   // The checkpoint further back than the window: read from it to the window.
-  if (!(await log.fetchFrom(at))) return undefined;
-  if (!(await log.fetchNear(at, log.get(at)))) return undefined;
+  let lookup = log.fetchFrom(at);
+  if (lookup !== true && !(await lookup)) return undefined;
+  lookup = log.fetchNear(at, log.get(at));
+  if (lookup !== true && !(await lookup)) return undefined;
   const state = new ThreadState();
   const check = { unvouched: false };
-  let record = await applyCheckpoint(log, state, check, sessionId, ns, at, log.after(at), false);
+  let record = await applyCheckpoint(log, state, check, ns, at, log.after(at), false);
   for (let count = 1; record !== undefined && count < limit; count += 1) {
     const { prev } = record;
     if (prev === undefined) return undefined;
     if (prev < 0) break;
     const writes = record.pw ?? [];
     // Once, from the distance between the two newest: the stretch the whole walk needs, mostly.
-    if (count === 1 && !(await log.fetchFrom(at - (at - prev) * limit - WINDOW))) return undefined;
+    if (count === 1) {
+      const whole = log.fetchFrom(at - (at - prev) * limit - WINDOW);
+      if (whole !== true && !(await whole)) return undefined;
+    }
     // The stretch before it holds the previous checkpoint's batch and its writes, mostly.
-    if (!(await log.fetchFrom(Math.min(prev, ...writes))) || !(await log.fetchNear(prev, log.get(prev))))
-      return undefined;
+    const stretch = log.fetchFrom(Math.min(prev, ...writes));
+    if (stretch !== true && !(await stretch)) return undefined;
+    const near = log.fetchNear(prev, log.get(prev));
+    if (near !== true && !(await near)) return undefined;
     const pending = writes.map((seq) => log.get(seq)!);
-    const older = await applyCheckpoint(log, state, check, sessionId, ns, prev, pending, true);
+    const older = await applyCheckpoint(log, state, check, ns, prev, pending, true);
     if (older === undefined || older.id >= record.id) return undefined;
     record = older;
   }
@@ -104,14 +111,13 @@ async function applyCheckpoint(
   log: ColdLog,
   state: ThreadState,
   check: { unvouched: boolean },
-  sessionId: string,
   ns: string,
   at: number,
   writes: readonly SessionEvent[],
   exact: boolean,
 ): Promise<CheckpointRecord | undefined> {
   const head = log.get(at);
-  const parsed = head === undefined ? undefined : parseRecord(sessionId, head);
+  const parsed = head === undefined ? undefined : log.record(head);
   if (parsed?.kind !== 'checkpoint' || parsed.checkpoint.ns !== ns || parsed.checkpoint.at === undefined)
     return undefined;
   const record = parsed.checkpoint;
@@ -122,17 +128,23 @@ async function applyCheckpoint(
   // Values just before it (keyed or not) are read with the stretch up to the log's end too: one
   // lookup from the end, where a single one in the middle of the log may cost a scan (JSONL).
   const near = Object.values(valueAt).filter((seq) => seq < at && at - seq <= NEAR_CHECKPOINT);
-  if (near.length > 0 && !(await log.fetchFrom(Math.min(...near)))) return undefined;
-  if (!(await log.fetch(pointed))) return undefined;
+  // Each lookup awaited only when one is made: `await` of a plain `true` still makes a promise and
+  // a turn of the microtask queue (and LangGraph runs with async hooks on, which see each one).
+  if (near.length > 0) {
+    const stretch = log.fetchFrom(Math.min(...near));
+    if (stretch !== true && !(await stretch)) return undefined;
+  }
+  const values = log.fetch(pointed);
+  if (values !== true && !(await values)) return undefined;
   const before = [...new Set(pointed)].filter((seq) => seq < at).map((seq) => log.get(seq)!);
   for (const event of [...before.sort((a, b) => a.seq - b.seq), head!]) {
-    const found = parseRecord(sessionId, event);
+    const found = log.record(event);
     if (found === undefined || !belongs(found, ns, record.id, event.seq === at)) continue;
     state.apply(found, event.seq);
   }
   const ahead = new Set(record.wat ?? []);
   for (const event of writes) {
-    const found = parseRecord(sessionId, event);
+    const found = log.record(event);
     if (found !== undefined && belongs(found, ns, record.id, false)) {
       // Writes stored ahead of the checkpoint's put were applied with it (its `wat`).
       if (ahead.has(event.seq)) continue;

@@ -10,9 +10,9 @@ import {
   type SerializerProtocol,
   TASKS,
 } from '@langchain/langgraph-checkpoint';
-import { type CheckpointRecord, decodeBytes, type SerializedValue, type Version } from './records.js';
+import type { CheckpointRecord, SerializedValue, Version } from './records.js';
 import type { StoredWrite, ThreadState } from './thread-state.js';
-import { smallValueKey } from './values.js';
+import { decodeForSerde, smallValueKey } from './values.js';
 
 /** The records one tuple is made of. */
 export interface GatheredTuple {
@@ -50,7 +50,7 @@ export function checkpointConfig(threadId: string, ns: string, id: string): Runn
 
 /** Deserializes a stored value. */
 export function loadValue(serde: SerializerProtocol, value: SerializedValue): Promise<unknown> {
-  return serde.loadsTyped(value.t, decodeBytes(value));
+  return serde.loadsTyped(value.t, decodeForSerde(value));
 }
 
 /** Stored values this short (characters of their stored form) are remembered by their content: `null`, `1`, `""`... */
@@ -72,7 +72,7 @@ const isPrimitive = (v: unknown): boolean => v === null || (typeof v !== 'object
 export class ValueMemo {
   private readonly lastOfChannel = new Map<
     string,
-    { value: SerializedValue; bytes: Uint8Array; primitive?: { loaded: unknown } }
+    { value: SerializedValue; bytes: Uint8Array | string; primitive?: { loaded: unknown } }
   >();
   /** Primitives of short values, by type, then base64. */
   private readonly small = new Map<string, Map<string, unknown>>();
@@ -83,7 +83,7 @@ export class ValueMemo {
       return this.value(serde, value);
     let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
-      entry = { value, bytes: decodeBytes(value) };
+      entry = { value, bytes: decodeForSerde(value) };
       this.lastOfChannel.set(ch, entry);
     }
     if (entry.primitive !== undefined) return entry.primitive.loaded;

@@ -97,6 +97,18 @@ export function decodeBytes(value: SerializedValue): Uint8Array {
   return new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength);
 }
 
+/**
+ * The stored form as the serializer's `loadsTyped` takes it: for type `json` held as text or as
+ * JSON (`s`, `j`), the text itself (`SerializerProtocol` takes a string as well as bytes, and the
+ * JSON serializer decodes bytes to that very text first), saving a UTF-8 encode and a decode per
+ * value; otherwise the bytes, as {@link decodeBytes} gives them.
+ */
+export function decodeForSerde(value: SerializedValue): Uint8Array | string {
+  if (value.t === 'json' && value.z === undefined && value.b === undefined)
+    return value.s ?? JSON.stringify(value.j ?? null);
+  return decodeBytes(value);
+}
+
 /** True when the stored forms hold the same type and bytes. */
 export function sameSerialized(a: SerializedValue | undefined, b: SerializedValue | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;

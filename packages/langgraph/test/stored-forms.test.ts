@@ -5,7 +5,7 @@ import type { JsonValue, SessionEvent } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
-import { decodeBytes, encodeBytes } from '../src/values.js';
+import { decodeBytes, decodeForSerde, encodeBytes } from '../src/values.js';
 
 const State = Annotation.Root({
   items: Annotation<{ n: number; text: string }[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
@@ -57,6 +57,15 @@ describe('stored value forms', () => {
       // Through the event's JSON, as every backend keeps it.
       const back = decodeBytes(JSON.parse(JSON.stringify(stored)));
       expect(Buffer.from(back).equals(Buffer.from(bytes)), `${type} ${form}`).toBe(true);
+      // What the serializer is handed: the JSON text itself for type json held as text or JSON
+      // (no UTF-8 round trip), the exact bytes for every other form and type.
+      const handed = decodeForSerde(JSON.parse(JSON.stringify(stored)));
+      if (type === 'json' && (form === 'j' || form === 's'))
+        expect(handed, `${type} ${form}`).toBe(new TextDecoder().decode(bytes));
+      else {
+        expect(handed, `${type} ${form}`).toBeInstanceOf(Uint8Array);
+        expect(Buffer.from(handed as Uint8Array).equals(Buffer.from(bytes)), `${type} ${form}`).toBe(true);
+      }
     }
   });
 
