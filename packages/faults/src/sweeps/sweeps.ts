@@ -27,6 +27,7 @@ import {
 } from '../workload/runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
 import { WritePathRun } from '../workload/write-path.js';
+import { CellProof } from './cell-proof.js';
 import { injectionTracker, reportCoverage } from './coverage.js';
 import { inSample, modeClass, modeReplayId, openDurability, STRICT_MODE, type SweepMode } from './mode.js';
 import { StepFaults } from './step-faults.js';
@@ -137,11 +138,13 @@ export async function errorSweepFs(
     syncs > 0,
   );
   const ops = baseline.trace.map((entry) => entry.op);
-  const faults = planErrorSweep(ops, errnos, persistentErrnos).filter((_, i) => inSample(mode, i));
+  const planned = planErrorSweep(ops, errnos, persistentErrnos);
+  const faults = planned.filter((_, i) => inSample(mode, i));
+  const proof = new CellProof(planned, faults, errorFaultClass);
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   const reached = new Set<WorkloadStep['kind']>();
-  for (const fault of faults) {
+  for (const fault of proof.runs()) {
     if (report.enough) break;
     const plan: FaultPlan = {
       at: fault.at,
@@ -159,7 +162,9 @@ export async function errorSweepFs(
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
-    progress?.(`${driver.name} error sweep`, ++done, faults.length);
+    proof.note(fault, run.injected > 0, run.check.outcome.errorsSurfaced > 0);
+    done += 1; // not inside the optional call: without a progress callback its arguments are not evaluated
+    progress?.(`${driver.name} error sweep`, done, Math.max(done, faults.length));
   }
   const workload = mode.workload?.steps ?? AGENT_WORKLOAD;
   const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
@@ -167,7 +172,7 @@ export async function errorSweepFs(
     reached,
     closeCalls,
   });
-  return { operations: ops.length, runs: faults.length + 1 };
+  return { operations: ops.length, runs: done + 1 };
 }
 
 /** Runs the workload once on an engine driver, failing steps as `fault` says. */
@@ -216,13 +221,13 @@ export async function errorSweepEngine(
   const baseline = await runEngineOnce(driver, undefined, mode);
   const row = (faultClass: string) => modeClass(faultClass, mode);
   report.add(driver.name, row('no fault (baseline)'), 'baseline', baseline.check.outcome, false);
-  const faults = planErrorSweep(baseline.steps, errnos, persistentErrnos, false).filter((_, i) =>
-    inSample(mode, i),
-  );
+  const planned = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
+  const faults = planned.filter((_, i) => inSample(mode, i));
+  const proof = new CellProof(planned, faults, errorFaultClass);
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   const reached = new Set<WorkloadStep['kind']>();
-  for (const fault of faults) {
+  for (const fault of proof.runs()) {
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
@@ -233,7 +238,9 @@ export async function errorSweepEngine(
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
-    progress?.(`${driver.name} error sweep`, ++done, faults.length);
+    proof.note(fault, run.injected > 0, run.check.outcome.errorsSurfaced > 0);
+    done += 1; // not inside the optional call: without a progress callback its arguments are not evaluated
+    progress?.(`${driver.name} error sweep`, done, Math.max(done, faults.length));
   }
   const workload = mode.workload?.steps ?? driver.workload;
   const closeCalls = baseline.close === undefined ? 0 : baseline.close.to - baseline.close.from;
@@ -241,7 +248,7 @@ export async function errorSweepEngine(
     reached,
     closeCalls,
   });
-  return { operations: baseline.steps.length, runs: faults.length + 1 };
+  return { operations: baseline.steps.length, runs: done + 1 };
 }
 
 /** Operations after which the crash states can differ from those after the previous operation. */
