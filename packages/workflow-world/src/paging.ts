@@ -1,5 +1,6 @@
 // The World's cursor pages over an already ordered list: the cursor is the key of the last item
-// handed out, so a page after it starts right behind it whatever was added since.
+// handed out, on every page that has one, so a page after it starts right behind it whatever was
+// added since.
 import type { PaginatedResponse, PaginationOptions } from '@workflow/world';
 
 const DEFAULT_LIMIT = 100;
@@ -26,7 +27,10 @@ export function page<T>(
   const data = start.slice(0, limit);
   const hasMore = start.length > limit;
   const last = data.at(-1);
-  return { data, cursor: hasMore && last !== undefined ? key(last) : null, hasMore };
+  // The key of the last item even on the last page: the runtime loads a run's new events with
+  // the cursor of its previous load, and without one it reloads the whole log on every replay
+  // (it logs "Event cursor missing after initial load … a bug in the World implementation").
+  return { data, cursor: last !== undefined ? key(last) : null, hasMore };
 }
 
 /** Compares seq cursors numerically. */

@@ -194,6 +194,24 @@ describe.each(list)('the World on $name', (backend) => {
     expect((await w.events.listByCorrelationId({ correlationId: 's2' })).data).toHaveLength(1);
   });
 
+  it('ends every page, the last too, with a cursor from which a later list gives only the new events', async () => {
+    // The runtime loads a run's new events from the cursor of its previous load; a last page
+    // without a cursor makes it reload the whole log on every replay.
+    const id = newRunId();
+    await create(w, id, req.runCreated('wf'));
+    await create(w, id, req.stepCreated('s0'));
+    const whole = await w.events.list({ runId: id, pagination: { sortOrder: 'asc' } });
+    expect(whole.hasMore).toBe(false);
+    expect(whole.data).toHaveLength(2);
+    expect(whole.cursor).toEqual(expect.any(String));
+    await create(w, id, req.stepCreated('s1'));
+    const since = await w.events.list({ runId: id, pagination: { cursor: whole.cursor as string } });
+    expect(since.data.map((e) => e.correlationId)).toEqual(['s1']);
+    expect(since.hasMore).toBe(false);
+    const none = await w.events.list({ runId: id, pagination: { cursor: since.cursor as string } });
+    expect(none).toMatchObject({ data: [], hasMore: false });
+  });
+
   it('refuses a log that holds something other than World events with CORRUPT', async () => {
     const id = newRunId();
     await store.create({ id, cwd: 'workflow:default/runs' });
