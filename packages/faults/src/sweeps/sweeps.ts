@@ -400,6 +400,9 @@ export async function crashSweepFs(
       });
       states++;
       if (/torn|zeros|garbage/.test(state.label)) damaged.push({ state, model: pointModel, label });
+      // A point can have hundreds of states (every byte of a fresh write cut): once enough
+      // violations are found, the rest of this point would only repeat them.
+      if (report.enough) break;
     }
     progress?.(`${driver.name} crash sweep`, ++done, recorded.length);
   }

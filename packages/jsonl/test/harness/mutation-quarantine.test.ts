@@ -4,7 +4,6 @@ import {
   damageSweepFs,
   QUICK_CRASH_LIMITS,
   ReportBuilder,
-  SAMPLED_CRASH_LIMITS,
 } from '@tidemark/faults';
 import { describe, expect, it } from 'vitest';
 import {
@@ -13,7 +12,7 @@ import {
   jsonlRepairDeletesQuarantine,
   jsonlTailCutKeepsOneLine,
 } from './fixtures/broken-jsonl.js';
-import { crashSweep, failing } from './fixtures/one-sweep.js';
+import { crashSweep, failing, SUBSET_OF_QUICK } from './fixtures/one-sweep.js';
 
 // Each broken variant must be caught in the cell its bug belongs to (the engine and write-path
 // variants are in packages/memory/test/harness/, (r) in packages/sqlite/test/harness/); see
@@ -35,16 +34,13 @@ describe('mutation check: the harness catches broken JSONL variants that take by
     };
     // The cuts a sampled sweep makes (0, 1, the last byte, both sides of each newline, a few even
     // samples) never stop inside a multi-byte character here; the quick run's cuts do.
-    expect((await sweep({ ...SAMPLED_CRASH_LIMITS, cutEveryByteOf: new Set() })).passed).toBe(true);
+    expect((await sweep(SUBSET_OF_QUICK)).passed).toBe(true);
     const quick = await sweep(QUICK_CRASH_LIMITS);
     expect(new Set(quick.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
     expect(quick.failures[0]?.fault).toMatch(/torn at/);
   }, 900_000);
   it('(w) a tail cut that quarantines only the first record it removes: caught by the tail cut sweep', async () => {
-    const report = await crashSweep(jsonlTailCutKeepsOneLine(), {
-      limits: { ...SAMPLED_CRASH_LIMITS, cutEveryByteOf: new Set() },
-      removal: true,
-    });
+    const report = await crashSweep(jsonlTailCutKeepsOneLine(), { removal: true });
     // The reopen's own torn-tail repair is right: the plain crash cell passes.
     expect(report.cells.find((c) => c.faultClass === 'crash (power loss)')?.status).toBe('pass');
     expect(failing(report, 'crash + tail cut')).toBeDefined();

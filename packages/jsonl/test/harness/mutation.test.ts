@@ -1,10 +1,4 @@
-import {
-  crashSweepFs,
-  DEFAULT_MODE_SAMPLE,
-  QUICK_CRASH_LIMITS,
-  QUICK_MODE_SAMPLE,
-  ReportBuilder,
-} from '@tidemark/faults';
+import { crashSweepFs, DEFAULT_MODE_SAMPLE, QUICK_MODE_SAMPLE, ReportBuilder } from '@tidemark/faults';
 import { describe, expect, it } from 'vitest';
 import {
   jsonlDefaultRelaxed,
@@ -15,7 +9,7 @@ import {
   jsonlUpdateWithoutDirSync,
   jsonlWithoutDirSync,
 } from './fixtures/broken-jsonl.js';
-import { crashSweep, failing } from './fixtures/one-sweep.js';
+import { crashSweep, failing, SUBSET_OF_QUICK } from './fixtures/one-sweep.js';
 
 // Each broken variant must be caught in the cell its bug belongs to (the engine and write-path
 // variants are in packages/memory/test/harness/, (r) in packages/sqlite/test/harness/); see
@@ -59,7 +53,7 @@ describe('mutation check: the harness catches broken JSONL variants that lose ac
     // The crash sweep alone, sampled as the quick run samples the relaxed mode.
     const sweep = async (durability: 'strict' | 'relaxed') => {
       const builder = new ReportBuilder(3);
-      const options = { syncOnly: true, limits: QUICK_CRASH_LIMITS, recoverySamples: 0 };
+      const options = { syncOnly: true, limits: SUBSET_OF_QUICK, recoverySamples: 0 };
       await crashSweepFs(jsonlRelaxedWithoutBoundarySync(), builder, options, undefined, {
         durability,
         sample: QUICK_MODE_SAMPLE,
