@@ -61,9 +61,12 @@ export interface HarnessOptions {
 export const SAMPLED_CRASH_LIMITS: CrashStateLimits = { exhaustiveWriteBytes: 8, sampleCuts: 3 };
 
 /**
- * Quick crash sweeps cut every write at every byte offset once, at the first crash point where it
- * is pending (`crashStatesAt` adds those cuts), and at the {@link SAMPLED_CRASH_LIMITS} offsets at
- * the later points where it is still pending: fewer states, no offset skipped.
+ * Quick crash sweeps cut every write densely once, at the first crash point where it is pending
+ * (`crashStatesAt` adds those cuts: its first 8 and last 32 bytes, each byte of its multi-byte
+ * characters, see `denseOffsets`), and at the {@link SAMPLED_CRASH_LIMITS} offsets at the later
+ * points where it is still pending. Cutting every byte of every new write instead was 9 in 10 of
+ * the quick run's crash states (JSONL: 12,878 of them, 422 s of its 484 s on two cores) for cuts
+ * inside runs of ASCII that tear a record as their neighbours do; the full run cuts at every byte.
  */
 export const QUICK_CRASH_LIMITS: CrashStateLimits = SAMPLED_CRASH_LIMITS;
 

@@ -4,6 +4,7 @@ import {
   contentVariants,
   crashStatesAt,
   cutOffsets,
+  DENSE_TAIL_BYTES,
   dirOpSubsets,
   enumerateCrashStates,
   FULL_CRASH_LIMITS,
@@ -193,14 +194,14 @@ describe('crash-state enumeration rules', () => {
     expect(cutOffsets(batch, FULL_CRASH_LIMITS)).toEqual(Array.from({ length: batch.length }, (_, i) => i));
   });
 
-  it('cuts each write at every byte once, at the first point where it is pending, then at the sampled offsets', async () => {
+  it('cuts each write densely once, at the first point where it is pending, then at the sampled offsets', async () => {
     const fs = await freshDisk();
     await writeFile(fs, '/d/log', 'old\n', true);
     await fs.syncDir('/d');
-    const first = `${'a'.repeat(60)}é✓\n`;
+    const first = `${'a'.repeat(60)}é✓${'c'.repeat(60)}\n`;
     await writeFile(fs, '/d/log', first, false);
     const p0 = fs.crashPoint('write');
-    await writeFile(fs, '/d/log', `${'b'.repeat(60)}\n`, false);
+    await writeFile(fs, '/d/log', `${'b'.repeat(120)}\n`, false);
     const p1 = fs.crashPoint('write');
     const recorded = [{ point: p0 }, { point: p1 }];
     const cutsOf = (states: { label: string }[], op: number) =>
@@ -208,19 +209,28 @@ describe('crash-state enumeration rules', () => {
         states.flatMap((s) => s.label.match(new RegExp(`op ${op} torn at (\\d+)/`))?.[1] ?? []).map(Number),
       );
     const firstLength = enc(first).length;
-    const every = Array.from({ length: firstLength - 1 }, (_, i) => i + 1);
-    // At its first point the write is cut inside each multi-byte character too (é: 1, ✓: 2 offsets).
-    expect([...cutsOf(crashStatesAt(recorded, 0, QUICK_CRASH_LIMITS), 0)].sort((a, b) => a - b)).toEqual(
-      every,
-    );
-    // At the next point it is still pending: sampled cuts of it, every byte of the new write.
+    const dense = cutsOf(crashStatesAt(recorded, 0, QUICK_CRASH_LIMITS), 0);
+    // At its first point the write is cut at every byte of its start and of its last 32 bytes, and
+    // before, inside and after each multi-byte character (é at 60-61, ✓ at 62-64).
+    for (let c = 1; c < 8; c++) expect(dense).toContain(c);
+    for (let c = firstLength - DENSE_TAIL_BYTES; c < firstLength; c++) expect(dense).toContain(c);
+    for (const c of [60, 61, 62, 63, 64, 65]) expect(dense).toContain(c);
+    // ... not at every byte of the ASCII runs between them, which the full sweep cuts.
+    expect(dense.size).toBeLessThan(firstLength / 2);
+    expect(dense).not.toContain(30);
+    // At the next point it is still pending: sampled cuts of it, dense cuts of the new write.
     const later = crashStatesAt(recorded, 1, QUICK_CRASH_LIMITS);
-    expect(cutsOf(later, 0).size).toBeLessThan(firstLength / 2);
+    expect(cutsOf(later, 0).size).toBeLessThan(dense.size);
     expect(cutsOf(later, 0)).toContain(firstLength - 1);
-    expect(cutsOf(later, 1).size).toBe(60);
-    // A caller that names the writes itself gets the sampled cuts only.
+    expect(cutsOf(later, 1)).toContain(120 - DENSE_TAIL_BYTES + 1);
+    // A caller that names the writes itself gets every byte of those and the sampled cuts of the rest.
+    const writes = [...p0.inodes.values()].flatMap((inode) =>
+      inode.pending.filter((op) => op.kind === 'write'),
+    );
+    const every = crashStatesAt(recorded, 0, { ...QUICK_CRASH_LIMITS, cutEveryByteOf: new Set(writes) });
+    expect(cutsOf(every, 0).size).toBeGreaterThanOrEqual(firstLength - 1);
     const sampled = crashStatesAt(recorded, 0, { ...QUICK_CRASH_LIMITS, cutEveryByteOf: new Set() });
-    expect(cutsOf(sampled, 0).size).toBeLessThan(firstLength / 2);
+    expect(cutsOf(sampled, 0).size).toBeLessThan(dense.size);
   });
 
   it('tries every keep/lose subset of few directory operations and a bounded family of many', () => {

@@ -57,13 +57,18 @@ export interface CrashStateLimits {
   sampleCuts?: number;
   /** Up to this many volatile directory operations, every keep/lose subset is tried (default 4). */
   exhaustiveDirOps?: number;
-  /**
-   * Writes cut at every byte offset whatever their length: the sampled sweeps pass the writes
-   * that are new at a crash point ({@link freshWrites}), so that every write is cut at every byte
-   * once, at the first point where it is pending, and at the sampled offsets after that.
-   */
+  /** Writes cut at every byte offset whatever their length (a caller that names them itself). */
   cutEveryByteOf?: ReadonlySet<DataOp>;
+  /**
+   * Writes cut at the {@link denseOffsets} as well as the sampled ones: {@link crashStatesAt}
+   * passes the writes that are new at a crash point ({@link freshWrites}), so that every write is
+   * cut densely once, at the first point where it is pending, and at the sampled offsets after.
+   */
+  denseCutsOf?: ReadonlySet<DataOp>;
 }
+
+/** The last bytes of a write that {@link denseOffsets} cuts at every offset: where a record's terminator and checksum sit. */
+export const DENSE_TAIL_BYTES = 32;
 
 /**
  * The writes pending at `point` that were pending at none of the `earlier` points (the recorded
@@ -166,6 +171,26 @@ export function cutOffsets(data: Uint8Array, limits: CrashStateLimits = {}): num
   return [...cuts].sort((a, b) => a - b);
 }
 
+/**
+ * The cuts of a write where it is new: the sampled {@link cutOffsets}, every offset in its first 8
+ * and last {@link DENSE_TAIL_BYTES} bytes (a record's start, its terminator and checksum), and
+ * every offset at or inside a multi-byte UTF-8 character (a cut there leaves half a character,
+ * which a recovery that decodes text before it checks bytes can lose). A cut anywhere else in a
+ * run of ASCII leaves a torn record like its neighbours do; the full sweep cuts there too.
+ */
+export function denseOffsets(data: Uint8Array, limits: CrashStateLimits = {}): number[] {
+  const len = data.length;
+  const cuts = new Set(cutOffsets(data, limits));
+  for (let i = 0; i < Math.min(8, len); i++) cuts.add(i);
+  for (let i = Math.max(0, len - DENSE_TAIL_BYTES); i < len; i++) cuts.add(i);
+  for (let i = 0; i < len; i++)
+    if (data[i]! >= 0x80) {
+      cuts.add(i);
+      if (i + 1 < len) cuts.add(i + 1);
+    }
+  return [...cuts].sort((a, b) => a - b);
+}
+
 function everyOffset(length: number): number[] {
   return Array.from({ length }, (_, i) => i);
 }
@@ -206,7 +231,11 @@ export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): Co
     variants.push({ label: `ops 0..${k}`, bytes: applyDataOps(before, [op]) });
     if (op.kind !== 'write') continue;
     const sampled = cutOffsets(op.data, limits);
-    const cuts = limits.cutEveryByteOf?.has(op) ? everyOffset(op.data.length) : sampled;
+    const cuts = limits.cutEveryByteOf?.has(op)
+      ? everyOffset(op.data.length)
+      : limits.denseCutsOf?.has(op)
+        ? denseOffsets(op.data, limits)
+        : sampled;
     const inSample = new Set(sampled);
     for (const cut of cuts) {
       if (cut === 0) continue; // identical to the prefix without this write
@@ -366,9 +395,9 @@ export function materialize(state: CrashState): FileSystem & { volume: Volume } 
 }
 
 /**
- * The crash states of recorded point `index`: every write new at that point is cut at every byte
- * offset whatever the limits, so that even a sampled sweep cuts each write at every byte once
- * (unless `limits.cutEveryByteOf` names the writes itself).
+ * The crash states of recorded point `index`: every write new at that point is cut at the
+ * {@link denseOffsets} whatever the limits, so that even a sampled sweep cuts each write densely
+ * once (unless `limits.cutEveryByteOf` names the writes itself).
  */
 export function crashStatesAt(
   recorded: readonly { point: CrashPoint }[],
@@ -376,7 +405,7 @@ export function crashStatesAt(
   limits: CrashStateLimits = {},
 ): CrashState[] {
   const { point } = recorded[index]!;
+  if (limits.cutEveryByteOf !== undefined) return enumerateCrashStates(point, limits);
   const earlier = recorded.slice(0, index).map((r) => r.point);
-  const cutEveryByteOf = limits.cutEveryByteOf ?? freshWrites(point, earlier);
-  return enumerateCrashStates(point, { ...limits, cutEveryByteOf });
+  return enumerateCrashStates(point, { ...limits, denseCutsOf: freshWrites(point, earlier) });
 }

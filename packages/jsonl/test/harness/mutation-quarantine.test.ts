@@ -25,7 +25,7 @@ describe('mutation check: the harness catches broken JSONL variants that take by
     // Nothing else is wrong: every acknowledged event is there, only a removed byte is gone.
     expect(new Set(report.failures.map((f) => f.kind))).toEqual(new Set(['unquarantined-bytes']));
   }, 600_000);
-  it('(v) a quarantine that loses a character cut in half: caught only by cutting every write at every byte', async () => {
+  it('(v) a quarantine that loses a character cut in half: caught only by the quick run cutting inside multi-byte characters', async () => {
     const sweep = async (limits: CrashStateLimits) => {
       const builder = new ReportBuilder(1);
       const options = { syncOnly: true, limits, recoverySamples: 0 };
