@@ -10,6 +10,8 @@ export interface HarnessArgs {
   drivers: string[];
   out: string;
   kills?: number;
+  /** Stop the sweeps once this many violations were found (`--stop-after`): a fail-fast run. */
+  stopAfter?: number;
   /** A replay id from the report: run that one run again instead of the harness. */
   replay?: string;
   /** Print the report as JSON on stdout instead of the table. */
@@ -37,6 +39,8 @@ Options:
   --quick              CI-sized run (fewer faults, crash points and kills)
   --out DIR            where the report files go (default: .)
   --kills N            SIGKILLs per backend (default 200, quick 20)
+  --stop-after N       stop sweeping once N violations were found (fail fast; the report then
+                       covers only what ran before)
   --replay ID          run one reported run again (needs exactly one backend or driver, and the
                        same --quick as the report); prints its outcome
   --json               the report, or the replayed outcome, as JSON on stdout
@@ -52,6 +56,12 @@ function positiveWhole(text: string, flag: string): number {
   const n = Number(text);
   if (text.trim() === '' || !Number.isSafeInteger(n) || n < 0)
     throw new Error(`${flag} must be a whole number (got ${text})`);
+  return n;
+}
+
+function atLeastOne(text: string, flag: string): number {
+  const n = positiveWhole(text, flag);
+  if (n === 0) throw new Error(`${flag} must be at least 1 (got ${text})`);
   return n;
 }
 
@@ -80,6 +90,9 @@ export function parseHarnessArgs(argv: readonly string[]): HarnessArgs {
     out: values.out ?? '.',
     resolveFrom: values['resolve-from'] ?? [],
     ...(values.kills !== undefined && { kills: positiveWhole(values.kills, '--kills') }),
+    ...(values['stop-after'] !== undefined && {
+      stopAfter: atLeastOne(values['stop-after'], '--stop-after'),
+    }),
     ...(values.replay !== undefined && { replay: values.replay }),
     ...(values.json === true && { json: true }),
     ...(values.help === true && { help: true }),
@@ -97,6 +110,7 @@ function parse(argv: readonly string[]) {
       driver: { type: 'string', multiple: true },
       out: { type: 'string' },
       kills: { type: 'string' },
+      'stop-after': { type: 'string' },
       replay: { type: 'string' },
       json: { type: 'boolean' },
       'resolve-from': { type: 'string', multiple: true },

@@ -93,6 +93,7 @@ async function main(): Promise<number> {
       quick: args.quick,
       ...(progress !== undefined && { progress }),
       ...(args.kills !== undefined && { kills: args.kills }),
+      ...(args.stopAfter !== undefined && { stopAfterFailures: args.stopAfter }),
     },
   );
   const out = resolve(args.out);

@@ -107,12 +107,16 @@ describe('the harness command line', () => {
     });
     expect(() => parseHarnessArgs(['--no-such-option'])).toThrow(/--no-such-option.*see --help/);
     expect(() => parseHarnessArgs(['--kills', 'many'])).toThrow(/--kills must be a whole number/);
+    expect(parseHarnessArgs(['--stop-after', '1']).stopAfter).toBe(1);
+    expect(parseHarnessArgs([]).stopAfter).toBeUndefined();
+    expect(() => parseHarnessArgs(['--stop-after', '0'])).toThrow(/--stop-after must be at least 1/);
     for (const flag of [
       '--backends',
       '--driver',
       '--quick',
       '--out',
       '--kills',
+      '--stop-after',
       '--replay',
       '--json',
       '--resolve-from',

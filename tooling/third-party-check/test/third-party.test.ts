@@ -126,10 +126,13 @@ beforeAll(() => {
   // file was the longest of a loaded CI run (8 minutes); the kill phase itself is proven on the
   // embedded backends by the CLI's harness-quick test, here it is shown to run for a third party.
   harness = run('npx', ['tidemark', 'harness', '--quick', '--kills', '6', '--driver', './harness-driver.js']);
+  // The broken variant only has to fail, and fail where its bug is: it stops after 3 violations.
   broken = run('npx', [
     'tidemark',
     'harness',
     '--quick',
+    '--stop-after',
+    '3',
     '--kills',
     '2',
     '--out',
