@@ -24,11 +24,11 @@ export function tidemarkVitest(overrides = {}) {
         testTimeout: 30_000,
         hookTimeout: 30_000,
         pool: 'forks',
-        // Two files at a time in every package. Vitest's default on two cores is one, so each
-        // package ran its files one after another, and most of their time is waiting (fsyncs,
-        // child processes starting, lock hand-overs): sqlite's tests took 190 s for 50 s of CPU.
-        // Overlapping two files keeps `pnpm test` under its 12-minute budget on two cores.
-        maxWorkers: 2,
+        // Vitest's default worker count (one on two cores): turbo already runs up to ten packages
+        // at once, and `pnpm test` is CPU-bound on two cores (1,993 CPU-seconds in a 17.6-minute
+        // run, idle only while installing). Two workers per package doubled the processes (the
+        // load reached 20 to 24), and timing-sensitive upstream suites (world-testing, the
+        // browser tests) timed out. The two longest packages, cli and jsonl, ask for two.
         allowOnly: false,
       },
     }),
