@@ -179,8 +179,13 @@ export function cutOffsets(data: Uint8Array, limits: CrashStateLimits = {}): num
  * run of ASCII leaves a torn record like its neighbours do; the full sweep cuts there too.
  */
 export function denseOffsets(data: Uint8Array, limits: CrashStateLimits = {}): number[] {
+  return withDenseCuts(data, cutOffsets(data, limits));
+}
+
+/** `sampled` (the {@link cutOffsets} of `data`) with the dense cuts of {@link denseOffsets} added. */
+function withDenseCuts(data: Uint8Array, sampled: readonly number[]): number[] {
   const len = data.length;
-  const cuts = new Set(cutOffsets(data, limits));
+  const cuts = new Set(sampled);
   for (let i = 0; i < Math.min(8, len); i++) cuts.add(i);
   for (let i = Math.max(0, len - DENSE_TAIL_BYTES); i < len; i++) cuts.add(i);
   for (let i = 0; i < len; i++)
@@ -234,7 +239,7 @@ export function contentVariants(inode: Inode, limits: CrashStateLimits = {}): Co
     const cuts = limits.cutEveryByteOf?.has(op)
       ? everyOffset(op.data.length)
       : limits.denseCutsOf?.has(op)
-        ? denseOffsets(op.data, limits)
+        ? withDenseCuts(op.data, sampled)
         : sampled;
     const inSample = new Set(sampled);
     for (const cut of cuts) {

@@ -27,7 +27,7 @@ import {
 } from '../workload/runner.js';
 import { AGENT_WORKLOAD, type WorkloadStep } from '../workload/workload.js';
 import { WritePathRun } from '../workload/write-path.js';
-import { CellProof } from './cell-proof.js';
+import { sampleUntilProven } from './cell-proof.js';
 import { injectionTracker, reportCoverage } from './coverage.js';
 import { inSample, modeClass, modeReplayId, openDurability, STRICT_MODE, type SweepMode } from './mode.js';
 import { StepFaults } from './step-faults.js';
@@ -140,11 +140,11 @@ export async function errorSweepFs(
   const ops = baseline.trace.map((entry) => entry.op);
   const planned = planErrorSweep(ops, errnos, persistentErrnos);
   const faults = planned.filter((_, i) => inSample(mode, i));
-  const proof = new CellProof(planned, faults, errorFaultClass);
+  const unproven = (fault: ErrorFault) => report.provesNothing(driver.name, row(errorFaultClass(fault)));
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   const reached = new Set<WorkloadStep['kind']>();
-  for (const fault of proof.runs()) {
+  for (const fault of sampleUntilProven(planned, faults, unproven)) {
     if (report.enough) break;
     const plan: FaultPlan = {
       at: fault.at,
@@ -162,7 +162,6 @@ export async function errorSweepFs(
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
-    proof.note(fault, run.injected > 0, run.check.outcome.errorsSurfaced > 0);
     done += 1; // not inside the optional call: without a progress callback its arguments are not evaluated
     progress?.(`${driver.name} error sweep`, done, Math.max(done, faults.length));
   }
@@ -223,11 +222,11 @@ export async function errorSweepEngine(
   report.add(driver.name, row('no fault (baseline)'), 'baseline', baseline.check.outcome, false);
   const planned = planErrorSweep(baseline.steps, errnos, persistentErrnos, false);
   const faults = planned.filter((_, i) => inSample(mode, i));
-  const proof = new CellProof(planned, faults, errorFaultClass);
+  const unproven = (fault: ErrorFault) => report.provesNothing(driver.name, row(errorFaultClass(fault)));
   let done = 0;
   const failed = new Set<WorkloadStep['kind']>();
   const reached = new Set<WorkloadStep['kind']>();
-  for (const fault of proof.runs()) {
+  for (const fault of sampleUntilProven(planned, faults, unproven)) {
     if (report.enough) break;
     const run = await runEngineOnce(driver, fault, mode);
     for (const kind of run.check.failedOps) failed.add(kind);
@@ -238,7 +237,6 @@ export async function errorSweepEngine(
       replayId: modeReplayId(errorReplayId(fault), mode),
       operation: fault.at,
     });
-    proof.note(fault, run.injected > 0, run.check.outcome.errorsSurfaced > 0);
     done += 1; // not inside the optional call: without a progress callback its arguments are not evaluated
     progress?.(`${driver.name} error sweep`, done, Math.max(done, faults.length));
   }
