@@ -28,7 +28,7 @@ export function tidemarkVitest(overrides = {}) {
         // at once, and `pnpm test` is CPU-bound on two cores (1,993 CPU-seconds in a 17.6-minute
         // run, idle only while installing). Two workers per package doubled the processes (the
         // load reached 20 to 24), and timing-sensitive upstream suites (world-testing, the
-        // browser tests) timed out. The two longest packages, cli and jsonl, ask for two.
+        // browser tests) timed out. The two longest packages ask for more (jsonl two, cli three).
         allowOnly: false,
       },
     }),
