@@ -1,5 +1,5 @@
 // Inner drivers over real backends for the sealed contract and the plaintext-on-disk tests.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ContractDriver } from '@tidemark/contract';
@@ -16,6 +16,14 @@ export function tempDir(prefix = 'tidemark-sealed-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   dirs.push(dir);
   return dir;
+}
+
+/** Every file under `dir`, recursively (the files a backend wrote). */
+export function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
 }
 
 /** Removes every directory made by {@link tempDir}. */

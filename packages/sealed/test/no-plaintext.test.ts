@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SessionStore } from '@tidemark/core';
 import { openJsonlStore } from '@tidemark/jsonl';
@@ -10,6 +10,7 @@ import {
   adminPool,
   dropSchemas,
   endAdmin,
+  filesUnder,
   PG_URL,
   removeTempDirs,
   sealedSchema,
@@ -31,13 +32,6 @@ async function writeMarked(store: SessionStore): Promise<void> {
   ]);
   await store.update('m', { attrs: { note: MARKER } });
   await store.close();
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
 }
 
 function markerInFiles(dir: string): string[] {

@@ -6,7 +6,7 @@
 // stays writable. Kinds: a flipped bit (in the IV, the ciphertext or the tag, by record), a seq
 // swapped with its neighbour's, a record moved in from another session, plaintext slipped in, a
 // key id the keyring lacks; and the whole store opened with a keyring that lacks the key.
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { type JsonValue, type SessionStore, TidemarkError } from '@tidemark/core';
@@ -22,7 +22,7 @@ import {
   sealedFailureOf,
   sealStore,
 } from '../src/index.js';
-import { removeTempDirs, tempDir } from './backends.js';
+import { filesUnder, removeTempDirs, tempDir } from './backends.js';
 import { ev, K1, keyring } from './helpers.js';
 
 /** A stored record: where it is and its (sealed) data as the backend holds it. */
@@ -88,13 +88,6 @@ async function seed(store: SessionStore): Promise<void> {
     await store.update(id, { attrs: { owner: `${id}@example.com` } });
   }
   await store.close();
-}
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
 }
 
 /** Saves and restores every file under `dir` (a tamper case may add or change files). */
