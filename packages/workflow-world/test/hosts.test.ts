@@ -67,6 +67,30 @@ describe.each(shared)('two hosts over one $name store', (backend) => {
     expect(await b.call('events', run)).toEqual(await listA(run));
   });
 
+  it('gives A, from the cursor of its last list, exactly the events B wrote since', {
+    timeout: TIMEOUT,
+  }, async () => {
+    // The runtime's incremental load: a replay on A after B completed a step reads from the cursor
+    // its previous load ended with (the last page's, see paging.ts).
+    const run = newRunId();
+    for (const r of [req.runCreated(), req.runStarted(), req.stepCreated('s1')]) await create(a, run, r);
+    const before = await a.events.list({ runId: run, pagination: { sortOrder: 'asc' } });
+    expect(before).toMatchObject({ hasMore: false, cursor: expect.any(String) });
+    const written = await b.call<Outcome[]>('createAll', run, [
+      req.stepStarted('s1'),
+      req.stepCompleted('s1'),
+    ]);
+    expect(written).toMatchObject([{ ok: true }, { ok: true }]);
+    const since = await a.events.list({
+      runId: run,
+      pagination: { sortOrder: 'asc', cursor: before.cursor as string },
+    });
+    expect(since.data.map((e) => e.eventId)).toEqual(
+      written.map((o) => (o.ok ? o.value.eventId : 'refused')),
+    );
+    expect(since.data.map((e) => e.eventType)).toEqual(['step_started', 'step_completed']);
+  });
+
   it('keeps every acknowledged event of two racing writers once, in the order each was answered', {
     timeout: TIMEOUT,
   }, async () => {
