@@ -82,7 +82,14 @@ function markerSpans(text: string): Array<[number, number]> {
 
 /**
  * Applies one rule to `text`. A match that overlaps a marker already there is left alone, so a
- * marker is never redacted again (and redacting twice changes nothing more).
+ * marker is never redacted again. Redacting twice changes nothing more because the second pass
+ * must see what the first saw around each secret:
+ * - a marker stands for the secret it replaced, a run of word characters, so no match starts right
+ *   where a marker ends (or where this pass has just replaced one). Every rule's left boundary
+ *   refuses a word character before it; the marker's `]` would not, and `"token": "a"token": "b"`
+ *   had its second half redacted only on the second pass, through the first value's closing quote;
+ * - after a replacement the scan goes on right after the replaced span, not after the whole match,
+ *   so a closing quote left after a marker is tried on both passes alike.
  */
 function applyRule(text: string, rule: CompiledRule): { text: string; count: number } {
   const pattern = rule.pattern;
@@ -90,6 +97,7 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
   let mi = 0;
   let out = '';
   let last = 0;
+  let replacedEnd = -1;
   let count = 0;
   pattern.lastIndex = 0;
   for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
@@ -101,7 +109,9 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
     }
     while (mi < markers.length && (markers[mi] as [number, number])[1] <= start) mi++;
     const overlapsMarker = mi < markers.length && (markers[mi] as [number, number])[0] < end;
-    const span = overlapsMarker ? undefined : rule.span(m, text);
+    const afterMarker =
+      start === replacedEnd || (mi > 0 && (markers[mi - 1] as [number, number])[1] === start);
+    const span = overlapsMarker || afterMarker ? undefined : rule.span(m, text);
     if (span === undefined || span[1] <= span[0] || span[0] < last) {
       // Rejected: look again from the next character, so a secret inside the rejected match (a
       // `"password": "…"` inside the JSON string value of an ordinary key) is still found. The
@@ -111,7 +121,10 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
     }
     out += text.slice(last, span[0]) + marker(rule.kind);
     last = span[1];
+    replacedEnd = span[1];
     count++;
+    // Go on right after the span; no match may start at its end, so look from the next character.
+    pattern.lastIndex = span[1] + 1;
   }
   if (count === 0) return { text, count };
   return { text: out + text.slice(last), count };
