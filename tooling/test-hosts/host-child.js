@@ -1,6 +1,7 @@
 // A host process: opens the shared store named by the parent, builds the test's adapter object over
 // it with the host module's default export, and runs the parent's calls on that one long-lived
-// object, in the order they arrive, until told to close.
+// object, in the order they arrive, until told to close. Then it waits for the next host (hosts.js
+// keeps idle processes), and exits when the parent goes away.
 import { openStoreAt } from './stores.js';
 
 let store;
@@ -47,14 +48,25 @@ process.on('message', async (message) => {
         send({ type: 'error', id: message.id, error: describe(error) });
       }
       return;
-    case 'close':
+    case 'close': {
+      let failure;
       try {
         await target?.close?.();
-        await store?.close();
-      } finally {
-        send({ type: 'closed' });
-        process.disconnect();
+      } catch (error) {
+        failure = describe(error);
       }
+      try {
+        await store?.close();
+      } catch (error) {
+        failure ??= describe(error);
+      }
+      store = undefined;
+      target = undefined;
+      send(failure === undefined ? { type: 'closed' } : { type: 'closed', error: failure });
       return;
+    }
   }
 });
+
+// The parent (a test worker) is gone: nothing is left to serve.
+process.on('disconnect', () => process.exit(0));

@@ -39,7 +39,11 @@ export interface Host {
   readonly pid: number | undefined;
   /** Runs `adapterObject[method](...args)` in the host; a TidemarkError keeps its code. */
   call<T = unknown>(method: string, ...args: unknown[]): Promise<T>;
-  /** Calls the object's `close()` if any, closes the store, and waits for the process to end. */
+  /**
+   * Calls the object's `close()` if any and closes the store. The process is then kept for a later
+   * {@link startHost} (a new store handle and adapter object, the modules already loaded), or
+   * killed when either close failed. Later calls reject.
+   */
   close(): Promise<void>;
   /** Kills the process (SIGKILL by default) and waits for it to end. */
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -52,8 +56,8 @@ export interface HostOptions {
 }
 
 /**
- * Starts a host process over the store at `address`. `module` (a path or file URL of an ES module)
- * default-exports `(store, hostOptions) => adapterObject | Promise<adapterObject>`; its methods
+ * Starts a host over the store at `address`, in a new process or in one a closed host left.
+ * `module` (a path or file URL of an ES module) default-exports `(store, hostOptions) => adapterObject | Promise<adapterObject>`; its methods
  * must take and return structured-cloneable values (collect async iterables into arrays).
  */
 export declare function startHost(

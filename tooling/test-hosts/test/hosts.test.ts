@@ -69,4 +69,29 @@ describe.each(backends)('a host process over one $name store', (backend) => {
     await host.kill();
     await expect(host.call('label')).rejects.toThrow(/exited/);
   });
+
+  it('runs the next host in a closed host process, with its own store and object; never after a kill or a failed close', async () => {
+    const shared = await backend.create();
+    cleanups.push(shared);
+    const first = await startHost(shared.address, HOST, { hostOptions: { label: 'first' } });
+    const { id } = await first.call<{ id: string }>('create', {});
+    await first.call('append', id, [event(0, 'kept')]);
+    await first.close();
+    await expect(first.call('label')).rejects.toThrow(/closed/);
+
+    const second = await startHost(shared.address, HOST, { hostOptions: { label: 'second' } });
+    expect(second.pid).toBe(first.pid);
+    expect(await second.call('label')).toBe('second');
+    // The first host's store was closed (a JSONL writer lock released): the second writes on.
+    await second.call('append', id, [event(1, 'next')]);
+    expect(await second.call('load', id)).toHaveLength(2);
+    await second.kill();
+
+    const third = await startHost(shared.address, HOST, { hostOptions: { failClose: true } });
+    expect(third.pid).not.toBe(first.pid);
+    await third.close();
+    const fourth = await startHost(shared.address, HOST);
+    expect(fourth.pid).not.toBe(third.pid);
+    await fourth.close();
+  });
 });
