@@ -1,5 +1,8 @@
 // Values are stored in the smallest form that gives their bytes back exactly (deflated, the JSON
-// itself, text, or base64), and a thread written when base64 was the only form reads the same.
+// itself, text, or base64), and a thread written when base64 was the only form reads the same, as
+// does one written when values that deflating saved less than 1 KiB of were deflated too.
+
+import { deflateRawSync } from 'node:zlib';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import type { JsonValue, SessionEvent } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
@@ -23,20 +26,61 @@ function buildGraph(saver: TidemarkSaver) {
     .compile({ checkpointer: saver });
 }
 
-/** An event with every stored value in the only form older versions wrote: base64 of its bytes. */
-function asBase64(event: SessionEvent): SessionEvent {
+/** `event` with every stored value (`{ t, b|s|j|z }`) replaced by `form(type, bytes)`. */
+function rewriteValues(
+  event: SessionEvent,
+  form: (type: string, bytes: Uint8Array) => Record<string, string>,
+): SessionEvent {
   const rewrite = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(rewrite);
     if (typeof value !== 'object' || value === null) return value;
     const fields = value as Record<string, unknown>;
-    if (typeof fields.t === 'string' && ['b', 's', 'j', 'z'].some((k) => Object.hasOwn(fields, k))) {
-      const bytes = decodeBytes(fields as never);
-      return { t: fields.t, b: Buffer.from(bytes).toString('base64') };
-    }
+    if (typeof fields.t === 'string' && ['b', 's', 'j', 'z'].some((k) => Object.hasOwn(fields, k)))
+      return { t: fields.t, ...form(fields.t, decodeBytes(fields as never)) };
     return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, rewrite(v)]));
   };
   return { ...event, data: rewrite(event.data) as JsonValue };
 }
+
+/** An event with every stored value in the only form older versions wrote: base64 of its bytes. */
+function asBase64(event: SessionEvent): SessionEvent {
+  return rewriteValues(event, (_, bytes) => ({ b: Buffer.from(bytes).toString('base64') }));
+}
+
+/**
+ * An event with every stored value of 1 KiB and more that deflating shrinks by a fifth deflated,
+ * as versions before the 1 KiB minimum saving wrote them (the rest as they are now).
+ */
+function asDeflatedFromOneKiB(event: SessionEvent): SessionEvent {
+  return rewriteValues(event, (type, bytes) => {
+    const deflated = deflateRawSync(bytes, { level: 1 });
+    if (bytes.byteLength >= 1024 && (deflated.byteLength * 4) / 3 < bytes.byteLength * 0.8)
+      return { z: deflated.toString('base64') };
+    const { t: _t, ...form } = encodeBytes(type, bytes);
+    return form as Record<string, string>;
+  });
+}
+
+/** A copy of thread `threadId` of `store` with each event through `rewrite`, in a new store. */
+async function copyThread(
+  store: Awaited<ReturnType<typeof openMemoryStore>>,
+  threadId: string,
+  rewrite: (event: SessionEvent) => SessionEvent,
+) {
+  const id = sessionIdOfThread(threadId);
+  const { events, summary } = await store.load(id);
+  const copy = await openMemoryStore();
+  await copy.create({ id });
+  await copy.update(id, { attrs: summary.attrs ?? {} });
+  await copy.append(id, events.map(rewrite));
+  return { copy, events: (await copy.load(id)).events };
+}
+
+const collect = async (saver: TidemarkSaver, threadId: string) => {
+  const out = [];
+  for await (const tuple of saver.list({ configurable: { thread_id: threadId } })) out.push(tuple);
+  return out;
+};
 
 describe('stored value forms', () => {
   it('give back the exact bytes in every form', () => {
@@ -46,6 +90,10 @@ describe('stored value forms', () => {
       ['json', utf8('{"a": 1}'), 's'], // not as JSON.stringify writes it
       ['json', utf8('-0'), 's'],
       ['json', utf8(JSON.stringify([...Array(200).keys()].map((n) => ({ n, text: `entry ${n}` })))), 'z'],
+      // Deflating saves three quarters of it, but under 1 KiB: not worth an inflate on every read.
+      ['json', utf8(JSON.stringify([...Array(40).keys()].map((n) => ({ n, text: `entry ${n}` })))), 'j'],
+      ['other', utf8('plain text, '.repeat(100)), 'z'],
+      ['other', utf8('plain text, '.repeat(60)), 's'],
       ['other', utf8('plain text'), 's'],
       ['other', new Uint8Array([0xff, 0xfe, 0x00]), 'b'],
       ['bytes', new Uint8Array([1, 2, 3]), 'b'],
@@ -75,20 +123,52 @@ describe('stored value forms', () => {
       {},
       { configurable: { thread_id: 't' }, recursionLimit: 100 },
     );
-    const id = sessionIdOfThread('t');
-    const { events, summary } = await store.load(id);
-    const old = await openMemoryStore();
-    await old.create({ id });
-    await old.update(id, { attrs: summary.attrs ?? {} });
-    await old.append(id, events.map(asBase64));
-    const collect = async (saver: TidemarkSaver) => {
-      const out = [];
-      for await (const tuple of saver.list({ configurable: { thread_id: 't' } })) out.push(tuple);
-      return out;
-    };
-    const now = await collect(new TidemarkSaver(store));
+    const { copy: old } = await copyThread(store, 't', asBase64);
+    const now = await collect(new TidemarkSaver(store), 't');
     expect(now).toHaveLength(62);
-    expect(await collect(new TidemarkSaver(old))).toEqual(now);
+    expect(await collect(new TidemarkSaver(old), 't')).toEqual(now);
     expect(await new TidemarkSaver(old).getTuple({ configurable: { thread_id: 't' } })).toEqual(now[0]);
+  });
+
+  it('keep values that deflating saves under 1 KiB of undeflated, and read those an earlier version deflated', async () => {
+    const store = await openMemoryStore();
+    await buildGraph(new TidemarkSaver(store)).invoke(
+      {},
+      { configurable: { thread_id: 't' }, recursionLimit: 100 },
+    );
+    const { events } = await store.load(sessionIdOfThread('t'));
+    // The list channel grows by ~40 bytes a step: from about 1 KiB it deflates by far more than a
+    // fifth, from about 1.4 KiB by more than 1 KiB too. Both stretches are in the thread.
+    const forms = events
+      .filter((e) => e.type === 'langgraph/blob' && (e.data as { ch?: string }).ch === 'items')
+      .map((e) => {
+        const value = (e.data as { value: Record<string, unknown> }).value;
+        return { size: decodeBytes(value as never).byteLength, deflated: Object.hasOwn(value, 'z') };
+      });
+    const small = forms.filter((f) => f.size >= 1024 && f.size <= 1200);
+    expect(small.length).toBeGreaterThan(0);
+    expect(small.every((f) => !f.deflated)).toBe(true);
+    expect(forms.filter((f) => f.size >= 1800).every((f) => f.deflated)).toBe(true);
+    expect(forms.some((f) => f.size >= 1800)).toBe(true);
+
+    const { copy: old, events: oldEvents } = await copyThread(store, 't', asDeflatedFromOneKiB);
+    // The copy really holds the earlier form: values of 1 to 1.2 KiB deflated.
+    const oldSmall = oldEvents.filter((e) => {
+      const value = (e.data as { value?: Record<string, unknown> }).value;
+      if (e.type !== 'langgraph/blob' || value === undefined || !Object.hasOwn(value, 'z')) return false;
+      return decodeBytes(value as never).byteLength <= 1200;
+    });
+    expect(oldSmall.length).toBeGreaterThan(0);
+    const now = await collect(new TidemarkSaver(store), 't');
+    expect(await collect(new TidemarkSaver(old), 't')).toEqual(now);
+    // A new saver's getTuple (the cold read by pointers) and a list with a limit (the walk back).
+    expect(await new TidemarkSaver(old).getTuple({ configurable: { thread_id: 't' } })).toEqual(now[0]);
+    const recent = [];
+    for await (const tuple of new TidemarkSaver(old).list(
+      { configurable: { thread_id: 't', checkpoint_ns: '' } },
+      { limit: 5 },
+    ))
+      recent.push(tuple);
+    expect(recent).toEqual(now.slice(0, 5));
   });
 });
