@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import type { FileHandlePort, FileSystem, OpenFlags, StatPort } from '@tidemark/core';
-import { Volume } from 'memfs';
+import type { Volume } from 'memfs';
 import {
   applyDataOps,
   applyDirOp,
@@ -11,7 +11,7 @@ import {
   type Namespace,
   parentOf,
 } from './crash-states.js';
-import { memfsFileSystem } from './memfs-fs.js';
+import { memfsFileSystem, newVolume } from './memfs-fs.js';
 
 export {
   applyDataOps,
@@ -61,7 +61,7 @@ export class CrashFs implements FileSystem {
 
   /** @param onOperation - called after every completed or failed call, with its index and name. */
   constructor(private readonly onOperation?: (index: number, op: string) => void) {
-    this.live = memfsFileSystem(new Volume());
+    this.live = memfsFileSystem(newVolume());
   }
 
   /** Makes everything durable, as after a clean shutdown (setup before a sweep). */

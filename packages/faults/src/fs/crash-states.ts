@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
 import type { FileSystem } from '@tidemark/core';
-import { Volume } from 'memfs';
-import { memfsFileSystem } from './memfs-fs.js';
+import type { Volume } from 'memfs';
+import { memfsFileSystem, newVolume } from './memfs-fs.js';
 
 // The pure half of the power-loss model: what a disk may hold after a crash at a frozen point.
 // CrashFs (crash-fs.ts) records the points; these functions enumerate and build the states.
@@ -388,7 +388,7 @@ export const CRASH_AGE_MS = 60 * 60 * 1000;
  * at the crash (a lock, a temp file) is old, not one being written right now by a live process.
  */
 export function materialize(state: CrashState): FileSystem & { volume: Volume } {
-  const volume = new Volume();
+  const volume = newVolume();
   for (const dir of [...state.dirs].sort((a, b) => a.length - b.length))
     volume.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const then = (Date.now() - CRASH_AGE_MS) / 1000;

@@ -2,9 +2,9 @@
 // left, one byte flipped in turn, the store reopened and probed.
 import { posix } from 'node:path';
 import type { FileSystem } from '@tidemark/core';
-import { Volume } from 'memfs';
+import type { Volume } from 'memfs';
 import type { FsHarnessDriver } from '../drivers/driver.js';
-import { memfsFileSystem } from '../fs/memfs-fs.js';
+import { memfsFileSystem, newVolume } from '../fs/memfs-fs.js';
 import type { ReportBuilder } from '../report/report.js';
 import { WorkloadModel } from '../verdicts/model.js';
 import { probeStore } from '../verdicts/probe.js';
@@ -76,7 +76,7 @@ export async function damageSweepFs(driver: FsHarnessDriver, report: ReportBuild
 
 /** A copy of `files` on a fresh volume, with the middle byte of `path` flipped. */
 function flipped(files: ReadonlyMap<string, Uint8Array>, path: string): FileSystem & { volume: Volume } {
-  const volume = new Volume();
+  const volume = newVolume();
   for (const [p, b] of files) {
     volume.mkdirSync(posix.dirname(p), { recursive: true });
     const copy = Buffer.from(b);
