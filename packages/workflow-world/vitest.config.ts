@@ -7,6 +7,9 @@ const config = tidemarkVitest({
     // world-testing starts a server per test, and the crash and host tests start processes: one
     // file at a time keeps them off each other's ports and cores.
     fileParallelism: false,
+    // The workflow runtime keeps module-level state (its World and queue): the crash tests' runs
+    // failed with 500s after another file had used it in the same worker.
+    isolate: true,
     testTimeout: 120_000,
   },
 });
