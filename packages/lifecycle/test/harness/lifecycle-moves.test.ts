@@ -27,10 +27,10 @@ import {
   workloadEvent,
 } from '@tidemark/faults';
 import { jsonlDriver } from '@tidemark/jsonl/harness';
-import { openLifecycle } from '@tidemark/lifecycle';
 import { memoryDriver } from '@tidemark/memory/harness';
 import { sqliteDriver } from '@tidemark/sqlite/harness';
 import { describe, expect, it } from 'vitest';
+import { openLifecycle } from '../../src/index.js';
 
 // CI sweeps a spread sample of the moves' operations and crash points (the run must fit the
 // 12-minute budget of `pnpm test` on two cores, where this file alone took 8 minutes at the old
