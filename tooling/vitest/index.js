@@ -28,7 +28,7 @@ export function tidemarkVitest(overrides = {}) {
         // at once, and `pnpm test` is CPU-bound on two cores (1,993 CPU-seconds in a 17.6-minute
         // run, idle only while installing). Two workers per package doubled the processes (the
         // load reached 20 to 24), and timing-sensitive upstream suites (world-testing, the
-        // browser tests) timed out. The two longest packages ask for more (jsonl two, cli three).
+        // browser tests) timed out. The two longest packages ask for more (jsonl two, cli four).
         allowOnly: false,
         // Test files of a worker share its module cache: with a fresh module graph per file, each
         // of the run's 240 files imported core, its backend and often a whole agent framework
