@@ -97,7 +97,6 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
   let mi = 0;
   let out = '';
   let last = 0;
-  let replacedEnd = -1;
   let count = 0;
   pattern.lastIndex = 0;
   for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
@@ -109,8 +108,7 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
     }
     while (mi < markers.length && (markers[mi] as [number, number])[1] <= start) mi++;
     const overlapsMarker = mi < markers.length && (markers[mi] as [number, number])[0] < end;
-    const afterMarker =
-      start === replacedEnd || (mi > 0 && (markers[mi - 1] as [number, number])[1] === start);
+    const afterMarker = mi > 0 && (markers[mi - 1] as [number, number])[1] === start;
     const span = overlapsMarker || afterMarker ? undefined : rule.span(m, text);
     if (span === undefined || span[1] <= span[0] || span[0] < last) {
       // Rejected: look again from the next character, so a secret inside the rejected match (a
@@ -121,9 +119,9 @@ function applyRule(text: string, rule: CompiledRule): { text: string; count: num
     }
     out += text.slice(last, span[0]) + marker(rule.kind);
     last = span[1];
-    replacedEnd = span[1];
     count++;
-    // Go on right after the span; no match may start at its end, so look from the next character.
+    // Go on right after the span; no match may start at its end (it is a marker's end now), so
+    // look from the next character.
     pattern.lastIndex = span[1] + 1;
   }
   if (count === 0) return { text, count };
