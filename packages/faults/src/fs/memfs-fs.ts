@@ -52,6 +52,17 @@ export function newVolume(): Volume {
   return Volume.fromJSON({}, undefined, { process: memfsProcess });
 }
 
+/** Runs `call` with errors made without a stack (a synchronous call only: the limit is global). */
+function withoutStacks<T>(call: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return call();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /**
  * A {@link FileSystem} over a memfs `Volume`: fast, isolated storage for sweeps. memfs has a no-op
  * fsync, knows no O_DSYNC (`'r+dsync'` opens as `'r+'`) and does not follow O_NOFOLLOW, so
@@ -92,17 +103,7 @@ export function memfsFileSystem(volume: Volume = newVolume()): FileSystem & { vo
       // the error made without a stack: backends lstat paths that may be absent all the time, and
       // capturing the stack of those ENOENTs was 4 of the quick JSONL harness's 101 CPU-seconds.
       await new Promise((resolve) => setImmediate(resolve));
-      const limit = Error.stackTraceLimit;
-      Error.stackTraceLimit = 0;
-      let s: { size: number | bigint; mtimeMs: number | bigint; mode: number | bigint } & Pick<
-        StatPort,
-        'isFile' | 'isDirectory' | 'isSymbolicLink'
-      >;
-      try {
-        s = volume.lstatSync(path);
-      } finally {
-        Error.stackTraceLimit = limit;
-      }
+      const s = withoutStacks(() => volume.lstatSync(path));
       return {
         size: Number(s.size),
         mtimeMs: Number(s.mtimeMs),
