@@ -85,7 +85,8 @@ export function startHost(address, module, options = {}) {
   const { child } = proc;
   const pending = new Map();
   let nextId = 0;
-  let ended = proc.exited ? `host process ${child.pid} has exited` : undefined;
+  // Set once the host closed or its process exited (a process that exited while idle left `idle`).
+  let ended;
   let onReady;
   let onClosed;
   const ready = new Promise((resolve, reject) => {
