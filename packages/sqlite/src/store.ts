@@ -33,7 +33,7 @@ import { SqliteConnection } from './connection.js';
 import { AppendGroups } from './group-commit.js';
 import { openDatabase } from './open.js';
 import { SQLITE_OPTION_NAMES, type SqliteStoreOptions, validateOptions } from './options.js';
-import { hasSession, listPage, loadSession, readEvents } from './read.js';
+import { hasSession, listPage, loadSession, readEventPages, readEvents } from './read.js';
 import { repairStoredSession } from './repair.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
 import { deleteStored, updateStored } from './update-delete.js';
@@ -106,6 +106,15 @@ export class SqliteStore extends SessionStoreBase {
     last: number,
   ): AsyncIterable<SessionEvent> {
     return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
+  }
+
+  protected override storageReadPages(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number | undefined,
+  ): AsyncIterable<readonly SessionEvent[]> {
+    return readEventPages(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
   }
 
   protected async storageList(query: ValidListQuery): Promise<SessionPage> {
