@@ -95,19 +95,12 @@ export class SqliteStore extends SessionStoreBase {
     return loadSession(this.conn, id, tail);
   }
 
+  /** Unused by `read()`, which takes {@link SqliteStore.storageReadPages}; the base requires it. */
   protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
     return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen());
   }
 
-  protected override storageReadLast(
-    id: string,
-    fromSeq: number,
-    toSeq: number,
-    last: number,
-  ): AsyncIterable<SessionEvent> {
-    return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
-  }
-
+  /** Pages by seq, each one read transaction; with `last`, found by index (see `readEventPages`). */
   protected override storageReadPages(
     id: string,
     fromSeq: number,
