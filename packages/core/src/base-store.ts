@@ -16,6 +16,7 @@ import type {
   VerifyReport,
 } from './maintenance.js';
 import { type ResolvedStoreOptions, resolveStoreOptions } from './options.js';
+import { PageReader } from './page-reader.js';
 import { listAll } from './paging.js';
 import { type Reservation, Reservations } from './reservations.js';
 import {
@@ -37,6 +38,7 @@ import type {
   ReadRange,
   SessionMeta,
   SessionPage,
+  SessionStore,
   SessionSummary,
   StoreOptions,
   SummaryPatch,
@@ -109,6 +111,19 @@ export abstract class SessionStoreBase implements MaintainedStore {
     toSeq: number,
     last: number,
   ): AsyncIterable<SessionEvent>;
+  /**
+   * Events of `fromSeq..toSeq` of a stored session in order (the last `last` of them when given,
+   * as {@link SessionStoreBase.storageReadLast}), a page at a time; NOT_FOUND when it is not
+   * stored. Optional: a backend that reads whole pages anyway has `read()` hand out their events
+   * without a promise chain per event (see `PageReader`); without it, `read()` streams
+   * {@link SessionStoreBase.storageRead} and {@link SessionStoreBase.storageReadLast}.
+   */
+  protected storageReadPages?(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+    last: number | undefined,
+  ): AsyncIterable<readonly SessionEvent[]>;
   /** One page of stored sessions (see `pageOf`, `pageFromRows`). */
   protected abstract storageList(query: ValidListQuery): Promise<SessionPage>;
   /** Applies a patch to a stored session; undefined when `id` is not stored. */
@@ -195,6 +210,18 @@ export abstract class SessionStoreBase implements MaintainedStore {
   /** {@inheritDoc SessionStore.read} */
   read(id: string, range?: ReadRange): AsyncIterable<SessionEvent> {
     const self = this;
+    if (this.storageReadPages !== undefined) {
+      const readPages = this.storageReadPages.bind(this);
+      const start = () => {
+        self.assertOpen();
+        assertValidId(id);
+        const { fromSeq, toSeq, last } = validateRange(range);
+        return readPages(id, fromSeq, toSeq, last);
+      };
+      // Checked before each event is handed out: the store may have closed while the consumer held one.
+      const check = () => self.assertOpen();
+      return { [Symbol.asyncIterator]: () => new PageReader(start, check) };
+    }
     return {
       async *[Symbol.asyncIterator]() {
         self.assertOpen();
@@ -212,6 +239,27 @@ export abstract class SessionStoreBase implements MaintainedStore {
         }
       },
     };
+  }
+
+  /**
+   * The events `read(id, range)` streams, in one array: for a caller that keeps them all anyway
+   * (a short range, or `last`), without handing them out one promise at a time. Same validation,
+   * errors and snapshot rules as `read`; the caller bounds the memory by its range.
+   */
+  async readAll(id: string, range?: ReadRange): Promise<SessionEvent[]> {
+    const events: SessionEvent[] = [];
+    if (this.storageReadPages === undefined) {
+      for await (const event of this.read(id, range)) events.push(event);
+      return events;
+    }
+    this.assertOpen();
+    assertValidId(id);
+    const { fromSeq, toSeq, last } = validateRange(range);
+    for await (const page of this.storageReadPages(id, fromSeq, toSeq, last)) {
+      this.assertOpen();
+      for (const event of page) events.push(event);
+    }
+    return events;
   }
 
   /** {@inheritDoc SessionStore.list} */
@@ -310,4 +358,21 @@ export abstract class SessionStoreBase implements MaintainedStore {
     }
     return { checked: sessions.length, sessions, problems: sessions.flatMap((s) => s.problems) };
   }
+}
+
+/**
+ * The events of `store.read(id, range)` in one array: through {@link SessionStoreBase.readAll}
+ * when `store` is one whose `read` is the base's own (every tidemark backend), else by iterating
+ * `read`, so that a wrapper or proxy that stands in for `read` is still the one asked.
+ */
+export async function readAllEvents(
+  store: SessionStore,
+  id: string,
+  range?: ReadRange,
+): Promise<SessionEvent[]> {
+  if (store instanceof SessionStoreBase && store.read === SessionStoreBase.prototype.read)
+    return store.readAll(id, range);
+  const events: SessionEvent[] = [];
+  for await (const event of store.read(id, range)) events.push(event);
+  return events;
 }

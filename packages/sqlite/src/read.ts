@@ -119,14 +119,7 @@ interface ReadPage {
   lastCrc: unknown;
 }
 
-/**
- * Streams events `fromSeq`..`toSeq` of session `id` (arguments already validated). Paged by seq,
- * each page one short read transaction: a consistent snapshot of the summary row and the page,
- * with no statement or transaction open across a yield (either would hold the connection for
- * every other call of this store). `assertOpen` is the store's CLOSED check, made before each
- * later page: the store may have closed while the consumer held an event. With `last`, only the
- * last events of the range as the first page's snapshot counts them: an index lookup, not a scan.
- */
+/** {@link readEventPages}, an event at a time. */
 export async function* readEvents(
   conn: SqliteConnection,
   id: string,
@@ -135,6 +128,26 @@ export async function* readEvents(
   assertOpen: () => void,
   last?: number,
 ): AsyncGenerator<SessionEvent> {
+  for await (const page of readEventPages(conn, id, fromSeq, toSeq, assertOpen, last)) yield* page;
+}
+
+/**
+ * Streams events `fromSeq`..`toSeq` of session `id` (arguments already validated), a page at a
+ * time. Paged by seq, each page one short read transaction: a consistent snapshot of the summary
+ * row and the page, with no statement or transaction open across a yield (either would hold the
+ * connection for every other call of this store). `assertOpen` is the store's CLOSED check, made
+ * before each later page: the store may have closed while the consumer held an event. With
+ * `last`, only the last events of the range as the first page's snapshot counts them: an index
+ * lookup, not a scan.
+ */
+export async function* readEventPages(
+  conn: SqliteConnection,
+  id: string,
+  fromSeq: number,
+  toSeq: number,
+  assertOpen: () => void,
+  last?: number,
+): AsyncGenerator<readonly SessionEvent[]> {
   const context = conn.context(`reading session ${id}`, id, 'events');
   let next = fromSeq;
   let until = toSeq;
@@ -145,7 +158,7 @@ export async function* readEvents(
       readPage(conn, id, next, until, seen, seen === undefined ? last : undefined),
     );
     if (page === undefined) return; // the log was deleted or rewritten under this stream
-    for (const event of page.events) yield event;
+    yield page.events;
     if (page.done) return;
     until = page.toSeq;
     next = page.start + page.events.length;

@@ -33,7 +33,7 @@ import { SqliteConnection } from './connection.js';
 import { AppendGroups } from './group-commit.js';
 import { openDatabase } from './open.js';
 import { SQLITE_OPTION_NAMES, type SqliteStoreOptions, validateOptions } from './options.js';
-import { hasSession, listPage, loadSession, readEvents } from './read.js';
+import { hasSession, listPage, loadSession, readEventPages, readEvents } from './read.js';
 import { repairStoredSession } from './repair.js';
 import { SQLITE_SCHEMA_VERSION } from './schema.js';
 import { deleteStored, updateStored } from './update-delete.js';
@@ -95,17 +95,19 @@ export class SqliteStore extends SessionStoreBase {
     return loadSession(this.conn, id, tail);
   }
 
+  /** Unused by `read()`, which takes {@link SqliteStore.storageReadPages}; the base requires it. */
   protected storageRead(id: string, fromSeq: number, toSeq: number): AsyncIterable<SessionEvent> {
     return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen());
   }
 
-  protected override storageReadLast(
+  /** Pages by seq, each one read transaction; with `last`, found by index (see `readEventPages`). */
+  protected override storageReadPages(
     id: string,
     fromSeq: number,
     toSeq: number,
-    last: number,
-  ): AsyncIterable<SessionEvent> {
-    return readEvents(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
+    last: number | undefined,
+  ): AsyncIterable<readonly SessionEvent[]> {
+    return readEventPages(this.conn, id, fromSeq, toSeq, () => this.assertOpen(), last);
   }
 
   protected async storageList(query: ValidListQuery): Promise<SessionPage> {

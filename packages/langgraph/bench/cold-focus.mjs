@@ -1,0 +1,105 @@
+// Focused on one goal of run.mjs, for iterating on it: the cold getTuple (new saver, new
+// connection, store opened before timing) of the latest checkpoint of the bench's 1,000-checkpoint
+// thread, TidemarkSaver on SQLite against SqliteSaver, one call per saver and round, the order
+// rotating each round; medians and the median of per-round ratios. Each thread is built once.
+//   node bench/cold-focus.mjs   (after a build)
+//   FOCUS_ROUNDS: rounds (default 200).
+//   FOCUS_DIST: another build's langgraph dist/index.js, run as "before" in the same rounds, on
+//   the sqlite package beside it when there is one (a checkout of an earlier commit, built).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { openSqliteStore } from '@tidemark/sqlite';
+import { TidemarkSaver } from '../dist/index.js';
+
+const ROUNDS = Number(process.env.FOCUS_ROUNDS ?? 200);
+const CHECKPOINTS = 1000;
+const BIG = 64 * 1024;
+const config = { configurable: { thread_id: 'bench-thread' } };
+const State = Annotation.Root({
+  big: Annotation(),
+  n: Annotation(),
+  total: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
+});
+const graph = (cp) =>
+  new StateGraph(State)
+    .addNode('init', () => ({ big: 'x'.repeat(BIG), n: 0 }))
+    .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
+    .addEdge(START, 'init')
+    .addEdge('init', 'step')
+    .addConditionalEdges('step', (s) => (s.n < CHECKPOINTS - 3 ? 'step' : END))
+    .compile({ checkpointer: cp });
+const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
+const work = mkdtempSync(join(tmpdir(), 'cold-focus-'));
+const contenders = [
+  {
+    name: 'SqliteSaver',
+    open: async () => {
+      const saver = SqliteSaver.fromConnString(join(work, 'cp.db'));
+      saver.setup();
+      return { saver, close: async () => saver.db.close() };
+    },
+  },
+  {
+    name: 'tidemark',
+    open: async () => {
+      const store = await openSqliteStore({ path: join(work, 'store.db'), ...RELAXED });
+      return { saver: new TidemarkSaver(store), close: () => store.close() };
+    },
+  },
+];
+if (process.env.FOCUS_DIST) {
+  const { TidemarkSaver: Before } = await import(pathToFileURL(process.env.FOCUS_DIST).href);
+  // That build's own SQLite store (and core) when it sits in a checkout beside its langgraph package.
+  const sqliteDist = join(process.env.FOCUS_DIST, '..', '..', '..', 'sqlite', 'dist', 'index.js');
+  const { openSqliteStore: openBefore } = await import(pathToFileURL(sqliteDist).href).catch(() => ({
+    openSqliteStore,
+  }));
+  contenders.push({
+    name: 'before',
+    open: async () => {
+      const store = await openBefore({ path: join(work, 'store.db'), ...RELAXED });
+      return { saver: new Before(store), close: () => store.close() };
+    },
+  });
+}
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+try {
+  for (const c of contenders.slice(0, 2)) {
+    const o = await c.open();
+    await graph(o.saver).invoke({}, { ...config, recursionLimit: CHECKPOINTS + 10, durability: 'sync' });
+    await o.close();
+  }
+  const times = Object.fromEntries(contenders.map((c) => [c.name, []]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let i = 0; i < contenders.length; i++) {
+      const c = contenders[(i + r) % contenders.length];
+      const o = await c.open();
+      const t = performance.now();
+      const tuple = await o.saver.getTuple(config);
+      times[c.name].push(performance.now() - t);
+      if (
+        tuple.checkpoint.channel_values.n !== CHECKPOINTS - 3 ||
+        tuple.checkpoint.channel_values.big.length !== BIG
+      )
+        throw new Error(`${c.name}: wrong tuple`);
+      await o.close();
+    }
+  }
+  const base = median(times.SqliteSaver);
+  for (const c of contenders) {
+    const m = median(times[c.name]);
+    const ratios = times[c.name].map((t, i) => t / times.SqliteSaver[i]);
+    console.log(
+      `${c.name.padEnd(12)} median ${m.toFixed(3)} ms  ratio of medians ${(m / base).toFixed(2)}  median of per-round ratios ${median(ratios).toFixed(2)}`,
+    );
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
