@@ -20,7 +20,9 @@ import { PageReader } from './page-reader.js';
 import { listAll } from './paging.js';
 import { type Reservation, Reservations } from './reservations.js';
 import {
+  assertStoredAfter,
   type ValidListQuery,
+  validateAppendOptions,
   validateCreate,
   validateDeleteOptions,
   validateListQuery,
@@ -29,6 +31,7 @@ import {
   validateRange,
 } from './session.js';
 import type {
+  AppendOptions,
   AppendResult,
   CreateInit,
   DeleteOptions,
@@ -40,6 +43,7 @@ import type {
   SessionPage,
   SessionStore,
   SessionSummary,
+  StoreCapabilities,
   StoreOptions,
   SummaryPatch,
   TailPolicy,
@@ -71,6 +75,19 @@ export abstract class SessionStoreBase implements MaintainedStore {
   protected readonly queue = new KeyedQueue();
   /** The format version this backend stamps on meta. */
   protected abstract readonly formatVersion: number;
+  /**
+   * Every backend on this base checks `append(…, { after })`: in the same write as the batch when
+   * it sets {@link SessionStoreBase.storageChecksAfter}, else by the read the base makes just
+   * before `storageAppend` (exact within this instance; another instance may still write between).
+   */
+  readonly capabilities: StoreCapabilities = { appendAfter: true };
+  /**
+   * True when `storageAppend` checks its `after` argument itself, in the same transaction or under
+   * the same lock as the write (with {@link assertStoredAfter}), so the check holds across
+   * instances. False (the default): the base checks it with a read before calling `storageAppend`,
+   * and `after` is not passed on.
+   */
+  protected readonly storageChecksAfter: boolean = false;
   private closed = false;
 
   /**
@@ -90,11 +107,15 @@ export abstract class SessionStoreBase implements MaintainedStore {
   /**
    * Appends a validated batch or recognizes an idempotent retry (`planAppend`, `assertSameEvents`).
    * When `id` is not stored, materializes it from `reservation`; NOT_FOUND when there is none.
+   * `after` is given only when {@link SessionStoreBase.storageChecksAfter} is true: the write must
+   * then first check the stored event at `after.seq` with {@link assertStoredAfter}, atomically
+   * with the write (a retry of a stored batch is checked too).
    */
   protected abstract storageAppend(
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult>;
   /** Loads a stored session; NOT_FOUND when it is not stored. */
   protected abstract storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession>;
@@ -186,17 +207,43 @@ export abstract class SessionStoreBase implements MaintainedStore {
   }
 
   /** {@inheritDoc SessionStore.append} */
-  async append(id: string, events: readonly SessionEvent[]): Promise<AppendResult> {
+  async append(id: string, events: readonly SessionEvent[], options?: AppendOptions): Promise<AppendResult> {
     this.assertOpen();
     assertValidId(id);
     const batch = prepareBatch(events, this.settings.limits, id);
+    const after = validateAppendOptions(options, batch, this.settings.limits);
     return this.exclusive(id, async () => {
-      const result = await this.storageAppend(id, batch, this.reservations.get(id));
+      const reservation = this.reservations.get(id);
+      if (after !== undefined && !this.storageChecksAfter) await this.checkAfter(id, after, reservation);
+      const result = await this.storageAppend(
+        id,
+        batch,
+        reservation,
+        this.storageChecksAfter ? after : undefined,
+      );
       // Written or recognized as a retry: the batch is in the session, which is no longer pending
       // here (nor when another instance materialized it). A failed append keeps the reservation.
       this.reservations.end(id);
       return result;
     });
+  }
+
+  /** The base's check of `after` for a backend that does not check it in its write. */
+  private async checkAfter(id: string, after: PreparedEvent, reservation: Reservation | undefined): Promise<void> {
+    const seq = after.event.seq;
+    let stored: SessionEvent | undefined;
+    try {
+      if (this.storageReadPages !== undefined) {
+        for await (const page of this.storageReadPages(id, seq, seq, undefined)) stored ??= page[0];
+      } else {
+        for await (const event of this.storageRead(id, seq, seq)) stored ??= event;
+      }
+    } catch (error) {
+      // Not stored: a pending session has no event to append after (CONFLICT below); otherwise
+      // NOT_FOUND, as the append itself would answer.
+      if (!(error instanceof TidemarkError && error.code === 'NOT_FOUND') || reservation === undefined) throw error;
+    }
+    assertStoredAfter(id, stored, after);
   }
 
   /** {@inheritDoc SessionStore.load} */

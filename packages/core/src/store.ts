@@ -157,6 +157,37 @@ export interface AppendResult {
   nextSeq: number;
 }
 
+/** Options of {@link SessionStore.append}. */
+export interface AppendOptions {
+  /**
+   * The event the caller last saw at the end of the session, which it planned the batch on. The
+   * append then writes only when the stored event at `after.seq` is this event (same seq, type,
+   * time and data) and the batch starts right after it: CONFLICT, and nothing written, when
+   * another writer appended, deleted or rewrote the session since the caller looked. It saves the
+   * caller a confirming read before each write (contract §4.2). Only for a batch that does not
+   * start at seq 0; `after.seq` must be `events[0].seq - 1`.
+   */
+  after?: SessionEvent;
+}
+
+/** What a store can do beyond the base contract, for callers that adapt to it. */
+export interface StoreCapabilities {
+  /**
+   * `append` checks {@link AppendOptions.after}. A store without this (or without `capabilities`
+   * at all, as one written before it existed) may ignore the option, so a caller must confirm
+   * the state it planned on with a read of its own.
+   */
+  readonly appendAfter: boolean;
+}
+
+/**
+ * True when `store.append` checks {@link AppendOptions.after}; a caller that gets false confirms
+ * the state it planned a write on with a read in the same call instead.
+ */
+export function checksAppendAfter(store: SessionStore): boolean {
+  return store.capabilities?.appendAfter === true;
+}
+
 /** How hard an append works to be durable before it resolves. */
 export type Durability = 'strict' | 'relaxed';
 
@@ -185,8 +216,10 @@ export interface SessionStore {
   /**
    * Appends a batch atomically and, with strict durability, durably. `events[0].seq` must be the
    * stored next seq. A retry of a stored batch with deep-equal events succeeds without writing.
+   * With `options.after` (when {@link StoreCapabilities.appendAfter}), also CONFLICT unless the
+   * stored event before the batch is that event.
    */
-  append(id: string, events: readonly SessionEvent[]): Promise<AppendResult>;
+  append(id: string, events: readonly SessionEvent[], options?: AppendOptions): Promise<AppendResult>;
   /** Every complete event, with the commit state; torn fragments are quarantined and repaired. */
   load(id: string, options?: LoadOptions): Promise<LoadedSession>;
   /** Streams events in seq order with memory bounded independently of the log's length. */
@@ -204,4 +237,6 @@ export interface SessionStore {
   delete(id: string, options?: DeleteOptions): Promise<void>;
   /** Flushes, releases locks and handles. Later calls reject with CLOSED. */
   close(): Promise<void>;
+  /** What this store can do beyond the base contract; absent means none of it. */
+  readonly capabilities?: StoreCapabilities;
 }

@@ -5,6 +5,7 @@ import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  assertStoredAfter,
   backendOptionNames,
   commitStateOf,
   deleteConflict,
@@ -82,6 +83,7 @@ const parse = (line: string) => JSON.parse(line) as SessionEvent;
  */
 export class MemoryStore extends SessionStoreBase {
   protected readonly formatVersion = MEMORY_FORMAT_VERSION;
+  protected override readonly storageChecksAfter = true;
   private readonly volume: MemoryVolume;
   private readonly beforeStorageStep: MemoryStoreOptions['beforeStorageStep'];
 
@@ -110,10 +112,15 @@ export class MemoryStore extends SessionStoreBase {
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult> {
     this.step('read', id);
     const stored = this.volume.sessions.get(id);
     if (stored === undefined && reservation === undefined) throw errors.notFound(id);
+    if (after !== undefined) {
+      const line = stored?.events[after.event.seq];
+      assertStoredAfter(id, line === undefined ? undefined : parse(line), after);
+    }
     const nextSeq = stored?.events.length ?? 0;
     const plan = planAppend(id, nextSeq, batch);
     if (plan.kind === 'compare') {
