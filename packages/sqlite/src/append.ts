@@ -1,10 +1,12 @@
 // Appending a prepared batch: the session's first batch writes its sessions row from the
 // reservation, later ones update the row; an exact retry of stored events is acknowledged without
-// writing. One write transaction either way.
+// writing. One write transaction either way. With `after` (append(…, { after })), the event the
+// caller planned the batch on is checked in that same transaction, before anything is written.
 import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  assertStoredAfter,
   dataJsonOf,
   emptySummary,
   errors,
@@ -32,19 +34,21 @@ import { SQLITE_SCHEMA_VERSION } from './schema.js';
 /**
  * Appends `batch` (validated) to session `id`, stored or reserved (`reservation`, when this store
  * holds one for the id). Throws NOT_FOUND when the session is neither, CONFLICT when another
- * writer stored these seqs first, CORRUPT when the stored head or compared events are damaged.
+ * writer stored these seqs first or the stored event at `after.seq` is not `after`, CORRUPT when
+ * the stored head or compared events are damaged.
  */
 export function appendBatch(
   conn: SqliteConnection,
   id: string,
   batch: readonly PreparedEvent[],
   reservation: Reservation | undefined,
+  after?: PreparedEvent,
 ): AppendResult {
   // Relaxed durability defers syncs to boundary events: a batch that closes a unit of work
   // commits with synchronous=FULL, whose WAL fsync also makes every earlier commit durable.
   const syncNow = conn.relaxed && batch.some((item) => conn.isBoundary(item.event));
   const write = () =>
-    conn.transactionUnmapped('write', id, () => appendInTransaction(conn, id, batch, reservation));
+    conn.transactionUnmapped('write', id, () => appendInTransaction(conn, id, batch, reservation, after));
   try {
     return syncNow ? conn.durably(appendContext(conn, id), write) : write();
   } catch (error) {
@@ -67,6 +71,7 @@ export function appendInTransaction(
   id: string,
   batch: readonly PreparedEvent[],
   reservation: Reservation | undefined,
+  after?: PreparedEvent,
 ): AppendResult {
   // One query for the summary fields an append changes and the last stored seq.
   conn.step('SELECT sessions', id);
@@ -79,6 +84,10 @@ export function appendInTransaction(
   let nextSeq = 0;
   let summary: SessionSummary | undefined;
   if (row !== undefined) ({ nextSeq, summary } = decodeAppendHead(id, row, conn.file));
+  // Before the batch is planned, so that a retry of stored events is checked too. The write lock
+  // is held since BEGIN IMMEDIATE: no other connection can delete or rewrite the session between
+  // this check and the COMMIT.
+  if (after !== undefined) assertAfterStored(conn, id, nextSeq, after);
   const plan = planAppend(id, nextSeq, batch);
   if (plan.kind === 'compare') {
     conn.step('SELECT events', id);
@@ -92,6 +101,41 @@ export function appendInTransaction(
   else updateSessionRow(conn, id, summary, appended, now);
   insertEvents(conn, id, batch);
   return { nextSeq: nextSeq + batch.length };
+}
+
+/**
+ * CONFLICT (core's `assertStoredAfter`) unless the event stored at `after.seq` is `after`: one
+ * lookup by the events key. A row whose columns are exactly what an append of `after` writes
+ * (same type, time and data text, sound checksum) is `after`; any other row is decoded and
+ * compared as events, so that data stored with other key order or spacing still matches.
+ */
+function assertAfterStored(conn: SqliteConnection, id: string, nextSeq: number, after: PreparedEvent): void {
+  const seq = after.event.seq;
+  let row: EventRow | undefined;
+  // The head read above checked that the log ends at nextSeq - 1: past it there is no row to read.
+  if (seq < nextSeq) {
+    conn.step('SELECT events', id);
+    row = conn.stmts.eventRange.get(id, seq, seq) as EventRow | undefined;
+    if (row !== undefined && isRowOf(row, after)) return;
+  }
+  assertStoredAfter(id, row === undefined ? undefined : decodeEventRows(id, [row], seq, conn.file)[0], after);
+}
+
+/**
+ * True when `row` holds the columns an append of `prepared` writes. Equal text parses to equal
+ * data, and the checksum is the one decoding would check: the same verdict as decoding the row and
+ * comparing events, without parsing the data.
+ */
+function isRowOf(row: EventRow, prepared: PreparedEvent): boolean {
+  const { type, time } = prepared.event;
+  const data = row[3];
+  return (
+    row[1] === type &&
+    row[2] === time &&
+    typeof data === 'string' &&
+    data === dataJsonOf(prepared) &&
+    row[4] === eventChecksum(type, time, data)
+  );
 }
 
 /** The sessions row of a reserved session, written with its first batch. */

@@ -7,7 +7,9 @@
 //
 // What each append may assume:
 // - its batch is all or nothing: a batch's CONFLICT, INVALID or storage error rolls back to its
-//   savepoint and fails that append alone; the other batches of the group still commit;
+//   savepoint and fails that append alone; the other batches of the group still commit. So does a
+//   CONFLICT of its `after` check (append(…, { after })), made under that savepoint before the
+//   batch writes anything;
 // - it resolves only after the COMMIT that holds its batch returned (with synchronous=FULL, after
 //   the WAL sync), and a failed BEGIN or COMMIT (or a failure that made SQLite roll back the whole
 //   transaction) fails every append of the group with a typed error, nothing of it stored;
@@ -23,6 +25,8 @@ interface QueuedAppend {
   id: string;
   batch: readonly PreparedEvent[];
   reservation: Reservation | undefined;
+  /** The event the batch was planned after, checked in the transaction that writes it. */
+  after: PreparedEvent | undefined;
   resolve: (result: AppendResult) => void;
   reject: (error: unknown) => void;
 }
@@ -52,9 +56,10 @@ export class AppendGroups {
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after: PreparedEvent | undefined,
   ): Promise<AppendResult> {
     return new Promise<AppendResult>((resolve, reject) => {
-      this.queued.push({ id, batch, reservation, resolve, reject });
+      this.queued.push({ id, batch, reservation, after, resolve, reject });
       if (this.scheduled) return;
       this.scheduled = true;
       // The same session as last time, alone: no one to wait for (appends issued in this same
@@ -91,7 +96,7 @@ function commitGroup(conn: SqliteConnection, group: readonly QueuedAppend[]): vo
     const only = group[0]!;
     let result: AppendResult;
     try {
-      result = appendBatch(conn, only.id, only.batch, only.reservation);
+      result = appendBatch(conn, only.id, only.batch, only.reservation, only.after);
     } catch (error) {
       only.reject(error);
       return;
@@ -130,7 +135,7 @@ function inSavepoint(conn: SqliteConnection, item: QueuedAppend): Outcome {
   conn.step('SAVEPOINT', item.id);
   conn.stmts.savepoint.run();
   try {
-    const result = appendInTransaction(conn, item.id, item.batch, item.reservation);
+    const result = appendInTransaction(conn, item.id, item.batch, item.reservation, item.after);
     conn.step('RELEASE', item.id);
     conn.stmts.release.run();
     return { ok: true, result };

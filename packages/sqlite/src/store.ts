@@ -61,6 +61,8 @@ export const connectionOf: WeakMap<SessionStore, Database.Database> = new WeakMa
  */
 export class SqliteStore extends SessionStoreBase {
   protected readonly formatVersion = SQLITE_SCHEMA_VERSION;
+  /** `append(…, { after })` is checked in the append's own write transaction (append.ts). */
+  protected override readonly storageChecksAfter = true;
   private readonly conn: SqliteConnection;
   private readonly appends: AppendGroups;
 
@@ -86,9 +88,10 @@ export class SqliteStore extends SessionStoreBase {
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult> {
     // Appends to different sessions issued together share one commit (group-commit.ts).
-    return this.appends.append(id, batch, reservation);
+    return this.appends.append(id, batch, reservation, after);
   }
 
   protected async storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {
