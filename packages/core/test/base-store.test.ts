@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   type AppendResult,
   applyPatch,
+  checksAppendAfter,
   deleteConflict,
   emptySummary,
   errors,
@@ -34,6 +35,8 @@ class TinyStore extends SessionStoreBase {
   protected readonly formatVersion = 7;
   readonly stored = new Map<string, { summary: SessionSummary; events: SessionEvent[] }>();
   readonly calls: string[] = [];
+  /** The `after` argument of each storageAppend call, in order. */
+  readonly afterArgs: Array<PreparedEvent | undefined> = [];
   fail = new Set<string>();
   gate: Promise<void> | undefined;
   closes = 0;
@@ -55,8 +58,10 @@ class TinyStore extends SessionStoreBase {
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult> {
     this.enter('append');
+    this.afterArgs.push(after);
     if (this.gate !== undefined) await this.gate;
     let session = this.stored.get(id);
     if (session === undefined) {
@@ -132,6 +137,25 @@ class TinyStore extends SessionStoreBase {
       removed: [],
       quarantined: [],
     };
+  }
+}
+
+/** A TinyStore whose storageAppend says it checks `after` itself (it only records it here). */
+class NativeAfterStore extends TinyStore {
+  protected override readonly storageChecksAfter = true;
+}
+
+/** A TinyStore that also reads by pages, as the base prefers when a backend has them. */
+class PagedTinyStore extends TinyStore {
+  protected override async *storageReadPages(
+    id: string,
+    fromSeq: number,
+    toSeq: number,
+  ): AsyncIterable<SessionEvent[]> {
+    this.calls.push('readPages');
+    const session = this.stored.get(id);
+    if (session === undefined) throw errors.notFound(id);
+    yield session.events.slice(fromSeq, toSeq + 1);
   }
 }
 
@@ -329,5 +353,150 @@ describe('SessionStoreBase verify and repair', () => {
     expect(store.calls).toEqual(['repair:keep:false', 'repair:cut:true']);
     expect(await code(store.repair('s', { tail: 'all' as never }))).toBe('INVALID');
     expect(await code(store.repair('s', { dropCorrupt: 1 as never }))).toBe('INVALID');
+  });
+});
+
+describe('SessionStoreBase append after, checked by the base for a backend that does not', () => {
+  it('says it checks after, for every backend on the base', () => {
+    const store = new TinyStore();
+    expect(store.capabilities).toEqual({ appendAfter: true });
+    expect(checksAppendAfter(store)).toBe(true);
+  });
+
+  it('after equal to the stored event: read first, then written; storageAppend does not get after', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0), event(1)]);
+    store.calls.length = 0;
+    expect(await store.append('s', [event(2)], { after: event(1) })).toEqual({ nextSeq: 3 });
+    expect(store.calls).toEqual(['read', 'append']);
+    expect(store.afterArgs).toEqual([undefined, undefined]);
+    expect(store.stored.get('s')?.events).toEqual([event(0), event(1), event(2)]);
+  });
+
+  it('after different from the stored event is CONFLICT; storageAppend is not called and the session is writable', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0), event(1)]);
+    store.calls.length = 0;
+    for (const after of [
+      event(1, 'other'),
+      { ...event(1), data: 'rewritten' },
+      { ...event(1), time: nowIso() },
+    ]) {
+      const error = await store.append('s', [event(2)], { after }).catch((e: unknown) => e as TidemarkError);
+      expect(error).toMatchObject({ code: 'CONFLICT', sessionId: 's', location: { seq: 1 } });
+    }
+    expect(store.calls).not.toContain('append');
+    expect(store.stored.get('s')?.events).toEqual([event(0), event(1)]);
+    expect(await store.append('s', [event(2)], { after: event(1) })).toEqual({ nextSeq: 3 });
+  });
+
+  it('after beyond the stored end is CONFLICT, nothing written', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0), event(1)]);
+    store.calls.length = 0;
+    await expect(store.append('s', [event(5)], { after: event(4) })).rejects.toMatchObject({
+      code: 'CONFLICT',
+      location: { seq: 4 },
+    });
+    expect(store.calls).toEqual(['read']);
+    expect(store.stored.get('s')?.events).toHaveLength(2);
+  });
+
+  it('after on a pending session is CONFLICT and keeps the reservation', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's', title: 'kept' });
+    await expect(store.append('s', [event(1)], { after: event(0) })).rejects.toMatchObject({
+      code: 'CONFLICT',
+      sessionId: 's',
+    });
+    expect(store.calls).not.toContain('append');
+    expect(await store.has('s')).toBe(false);
+    expect(await store.append('s', [event(0)])).toEqual({ nextSeq: 1 });
+    expect((await store.load('s')).summary.title).toBe('kept');
+  });
+
+  it('after on an id neither created nor stored is NOT_FOUND, as without after', async () => {
+    const store = new TinyStore();
+    await expect(store.append('nope', [event(1)], { after: event(0) })).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(store.calls).not.toContain('append');
+  });
+
+  it('a failing read in the check surfaces as it is, and nothing is written', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0)]);
+    store.fail.add('read');
+    await expect(store.append('s', [event(1)], { after: event(0) })).rejects.toMatchObject({ code: 'IO' });
+    expect(store.stored.get('s')?.events).toEqual([event(0)]);
+  });
+
+  it('reads by pages when the backend has them', async () => {
+    const store = new PagedTinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0), event(1)]);
+    store.calls.length = 0;
+    expect(await store.append('s', [event(2)], { after: event(1) })).toEqual({ nextSeq: 3 });
+    await expect(store.append('s', [event(3)], { after: event(2, 'other') })).rejects.toMatchObject({
+      code: 'CONFLICT',
+    });
+    expect(store.calls).toEqual(['readPages', 'append', 'readPages']);
+  });
+
+  it('invalid options are INVALID before storage is touched', async () => {
+    const store = new TinyStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0), event(1)]);
+    store.calls.length = 0;
+    for (const options of [null, 'x', { after: 'event' }, { after: event(0) }, { after: event(2) }]) {
+      await expect(store.append('s', [event(2)], options as never)).rejects.toMatchObject({
+        code: 'INVALID',
+      });
+    }
+    await expect(store.append('s', [event(0)], { after: event(0) })).rejects.toMatchObject({
+      code: 'INVALID',
+    });
+    expect(store.calls).toEqual([]);
+  });
+});
+
+describe('SessionStoreBase append after, for a backend that checks it in its write', () => {
+  it('passes after prepared as the fourth argument of storageAppend and reads nothing itself', async () => {
+    const store = new NativeAfterStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0)]);
+    store.calls.length = 0;
+    const after = event(0);
+    expect(await store.append('s', [event(1)], { after })).toEqual({ nextSeq: 2 });
+    expect(store.calls).toEqual(['append']);
+    expect(store.afterArgs).toHaveLength(2);
+    expect(store.afterArgs[0]).toBeUndefined();
+    expect(store.afterArgs[1]?.event).toEqual(after);
+    expect(store.afterArgs[1]?.event).not.toBe(after);
+  });
+
+  it('leaves the check to the backend: a wrong after reaches storageAppend unchecked', async () => {
+    // This tiny backend ignores after (a real one calls assertStoredAfter): the base must not read.
+    const store = new NativeAfterStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0)]);
+    expect(await store.append('s', [event(1)], { after: event(0, 'other') })).toEqual({ nextSeq: 2 });
+    expect(store.calls).not.toContain('read');
+    expect(store.afterArgs[1]?.event).toEqual(event(0, 'other'));
+  });
+
+  it('still validates the options first', async () => {
+    const store = new NativeAfterStore();
+    await store.create({ id: 's' });
+    await store.append('s', [event(0)]);
+    store.calls.length = 0;
+    await expect(store.append('s', [event(1)], { after: event(5) })).rejects.toMatchObject({
+      code: 'INVALID',
+    });
+    expect(store.calls).toEqual([]);
   });
 });
