@@ -16,6 +16,20 @@ export class ContractViolation extends Error {
   override readonly name = 'ContractViolation';
 }
 
+/**
+ * Thrown by a check that does not apply to the store under test: it is about a capability the
+ * store does not claim (`capabilities.appendAfter`, …). `runStoreContract` reports the check as
+ * skipped with this message as the reason; {@link runContractCheck} resolves with it.
+ */
+export class ContractSkip extends Error {
+  override readonly name = 'ContractSkip';
+}
+
+/** Ends the current check as not applicable, with `reason` shown beside it. */
+export function skipCheck(reason: string): never {
+  throw new ContractSkip(reason);
+}
+
 /** Fails the current check with a {@link ContractViolation}. */
 export function violation(message: string): never {
   throw new ContractViolation(message);
@@ -90,16 +104,22 @@ export interface ContractCheck {
 
 /**
  * Runs one check outside vitest's `it()`: opens a context, runs, closes the stores it opened and
- * calls `driver.cleanup()`, whatever happened. Rejects when the backend breaks the rule.
+ * calls `driver.cleanup()`, whatever happened. Rejects when the backend breaks the rule; resolves
+ * with undefined when it keeps it, or with the reason when the check does not apply to the store
+ * (a {@link ContractSkip}: a capability the store does not claim).
  */
 export async function runContractCheck(
   check: ContractCheck,
   driver: ContractDriver,
   options?: ContractOptions,
-): Promise<void> {
+): Promise<string | undefined> {
   const context = new CheckContext(driver, resolveOptions(options));
   try {
     await check.run(context);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ContractSkip) return error.message;
+    throw error;
   } finally {
     try {
       await context.closeAll();

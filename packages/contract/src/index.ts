@@ -9,6 +9,7 @@ export type { ContractDriver, ContractOptions } from './driver.js';
 export {
   CheckContext,
   type ContractCheck,
+  ContractSkip,
   ContractViolation,
   collect,
   ev,
@@ -18,6 +19,7 @@ export {
   type ResolvedContractOptions,
   resolveOptions,
   runContractCheck,
+  skipCheck,
 } from './harness.js';
 export { modelBasedCheck } from './model/index.js';
 export { runStoreContract } from './run.js';

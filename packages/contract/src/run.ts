@@ -1,7 +1,7 @@
 import { afterEach, describe, it } from 'vitest';
 import { contractChecks } from './checks/index.js';
 import type { ContractDriver, ContractOptions } from './driver.js';
-import { CheckContext, type ContractCheck, resolveOptions } from './harness.js';
+import { CheckContext, type ContractCheck, ContractSkip, resolveOptions } from './harness.js';
 import { modelBasedCheck } from './model/index.js';
 import { selectChecks } from './suites.js';
 
@@ -15,7 +15,8 @@ import { selectChecks } from './suites.js';
  *
  * Every check of docs/contract.md that needs no fault injection becomes one `it()`, grouped by
  * operation, plus one model-based property test comparing the backend with the memory reference
- * model. `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
+ * model. A check about a capability the store does not claim (`capabilities.appendAfter`) is
+ * reported as skipped, with the reason. `driver.cleanup()` runs after each test. `options.only` and `options.skip` select suites by name
  * (`contractSuites`), e.g. `{ only: ['append', 'list', 'model'] }` or `{ skip: ['model'] }`.
  *
  * @throws Error when `only` or `skip` names an unknown suite (the message lists the valid ones) or
@@ -37,10 +38,14 @@ export function runStoreContract(driver: ContractDriver, options?: ContractOptio
         for (const check of checks.filter((c) => c.group === group)) {
           it(
             check.name,
-            async () => {
+            async (test) => {
               const context = new CheckContext(driver, resolved);
               try {
                 await check.run(context);
+              } catch (error) {
+                // A check about a capability the store does not claim: skipped, with the reason.
+                if (error instanceof ContractSkip) test.skip(error.message);
+                throw error;
               } finally {
                 await context.closeAll();
               }

@@ -1,4 +1,4 @@
-import { TidemarkError } from '@tidemark/core';
+import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import {
   type CheckContext,
@@ -8,6 +8,7 @@ import {
   contractCheck,
   contractChecks,
   expectCode,
+  modelBasedCheck,
   resolveOptions,
   runContractCheck,
 } from '../src/index.js';
@@ -105,6 +106,60 @@ describe('runContractCheck', () => {
       run: async (ctx: { open: () => Promise<unknown> }) => void (await ctx.open()),
     };
     await expect(runContractCheck(check, driver)).rejects.toThrow(/close\(\) failed/);
+  });
+});
+
+/**
+ * `inner` as a store written before capabilities existed: no `capabilities`, and append ignores its
+ * options (so a test that passed it an after would see stale writes land).
+ */
+function withoutCapabilities(inner: SessionStore): SessionStore {
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key === 'capabilities') return undefined;
+      if (key === 'append')
+        return (id: string, events: Parameters<SessionStore['append']>[1]) => target.append(id, events);
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+describe('checks of a capability the store does not claim', () => {
+  const afterChecks = contractChecks.filter((check) => /append after|with after/.test(check.name));
+
+  it('there are checks of append after, in the append and two instances suites', () => {
+    expect(new Set(afterChecks.map((check) => check.group))).toEqual(new Set(['append', 'two instances']));
+    expect(afterChecks.length).toBeGreaterThanOrEqual(5);
+  });
+
+  // Guards third-party stores written before capabilities: their contract run must not fail
+  // on an option they were never asked to check, and must say why a check did not run.
+  it('resolve with the reason instead of failing, and still clean up', async () => {
+    const base = memoryDriver('no capabilities', withoutCapabilities);
+    let cleanups = 0;
+    const driver: ContractDriver = {
+      ...base,
+      async cleanup() {
+        cleanups++;
+      },
+    };
+    for (const check of afterChecks) {
+      expect(await runContractCheck(check, driver), check.name).toMatch(
+        /no capabilities do(es)? not check append\(…, \{ after \}\).*capabilities\.appendAfter/,
+      );
+    }
+    expect(cleanups).toBe(afterChecks.length);
+  });
+
+  it('a correct store with the capability runs them: they resolve with nothing', async () => {
+    for (const check of afterChecks) expect(await runContractCheck(check, memoryDriver())).toBeUndefined();
+  });
+
+  it('the model-based test passes no after to a store without the capability', async () => {
+    // This store ignores after: had the model passed a stale one, the answers would differ.
+    const driver = memoryDriver('no capabilities', withoutCapabilities);
+    expect(await runContractCheck(modelBasedCheck(60), driver)).toBeUndefined();
   });
 });
 

@@ -1,5 +1,6 @@
 import type { ContractCheck } from '../harness.js';
 import { appendChecks } from './append.js';
+import { appendAfterChecks } from './append-after.js';
 import { boundaryChecks } from './boundary.js';
 import { closeChecks } from './close.js';
 import { createChecks } from './create.js';
@@ -22,6 +23,7 @@ export const contractChecks: readonly ContractCheck[] = [
   ...createChecks,
   ...optionsChecks,
   ...appendChecks,
+  ...appendAfterChecks,
   ...loadChecks,
   ...boundaryChecks,
   ...readChecks,

@@ -2,13 +2,15 @@
 // independent, so a backend author can run one alone, and a broken backend fails the checks that
 // name the broken rule.
 import {
+  checksAppendAfter,
   isTidemarkError,
   type JsonValue,
   type SessionEvent,
   type SessionStore,
   type SessionSummary,
+  type StoreOptions,
 } from '@tidemark/core';
-import { describeError, evs, violation } from '../harness.js';
+import { type CheckContext, describeError, evs, skipCheck, violation } from '../harness.js';
 
 /** Creates `id` and appends `events` as its first batch. */
 export async function materialize(
@@ -19,6 +21,20 @@ export async function materialize(
 ): Promise<void> {
   await store.create({ id, ...(cwd !== undefined && { cwd }) });
   await store.append(id, events);
+}
+
+/**
+ * Opens a store for a check of `append(…, { after })` (contract §4.2); skips the check, with the
+ * reason, when the store does not claim `capabilities.appendAfter` (it may ignore the option).
+ */
+export async function openCheckingAfter(ctx: CheckContext, options?: StoreOptions): Promise<SessionStore> {
+  const store = await ctx.open(options);
+  if (!checksAppendAfter(store)) {
+    skipCheck(
+      `${ctx.driver.name} does not check append(…, { after }): its store has no capabilities.appendAfter (contract §4.2)`,
+    );
+  }
+  return store;
 }
 
 /** The events of `id`, as load returns them. */

@@ -1,8 +1,8 @@
 // two instances: two live store instances over the same storage, as two processes would have.
 import type { SessionEvent } from '@tidemark/core';
 import { expect } from 'vitest';
-import { type ContractCheck, ev, expectCode, violation } from '../harness.js';
-import { eventsOf, listAll, materialize, tryAppend } from './support.js';
+import { type ContractCheck, ev, evs, expectCode, violation } from '../harness.js';
+import { eventsOf, listAll, materialize, openCheckingAfter, tryAppend } from './support.js';
 
 /** The checks of the `two instances` group. */
 export const twoInstancesChecks: ContractCheck[] = [
@@ -180,6 +180,35 @@ export const twoInstancesChecks: ContractCheck[] = [
         );
         expect((await listAll(a)).filter((s) => s.id === id).length).toBe(1);
       }
+    },
+  },
+  {
+    group: 'two instances',
+    name: 'append after an event another instance rewrote (delete, then the same length again) is CONFLICT; after its new last event it writes',
+    async run(ctx) {
+      // Without after, a's append would land: the seq is the stored next seq. Only the event it was
+      // planned after tells that the session a looked at is gone.
+      const a = await openCheckingAfter(ctx);
+      const b = await ctx.reopen(a);
+      await materialize(a, 'rewritten', evs(0, 2, 'note', 'a'));
+      const seenByA = await eventsOf(a, 'rewritten');
+      await b.delete('rewritten');
+      await b.create({ id: 'rewritten' });
+      await b.append('rewritten', evs(0, 2, 'note', 'b'));
+      await expectCode(
+        a.append('rewritten', [ev(2, 'note', { from: 'a' })], { after: seenByA[1]! }),
+        'CONFLICT',
+        'append after the last event a saw, which b deleted and rewrote',
+      );
+      for (const store of [a, b]) expect(await eventsOf(store, 'rewritten')).toEqual(evs(0, 2, 'note', 'b'));
+      const seenNow = await eventsOf(a, 'rewritten');
+      expect(await a.append('rewritten', [ev(2, 'note', { from: 'a' })], { after: seenNow[1]! })).toEqual({
+        nextSeq: 3,
+      });
+      expect(await eventsOf(b, 'rewritten')).toEqual([
+        ...evs(0, 2, 'note', 'b'),
+        ev(2, 'note', { from: 'a' }),
+      ]);
     },
   },
 ];

@@ -13,6 +13,7 @@ import {
   ShadowedReservationCommand,
 } from './instance-commands.js';
 import {
+  type AfterKind,
   AppendCommand,
   type AppendKind,
   BadListCommand,
@@ -91,8 +92,10 @@ function appendArbitraryFor(id: fc.Arbitrary<string>): fc.Arbitrary<Cmd> {
       ),
       fc.array(fc.nat(TYPES.length - 1), { minLength: 1, maxLength: 4 }),
       fc.nat(99),
+      // Half the appends pass after (contract §4.2), right or stale; the model decides the answer.
+      fc.constantFrom<AfterKind>('none', 'none', 'none', 'right', 'right', 'stale'),
     )
-    .map(([i, k, t, p]) => new AppendCommand(i, k, t, p));
+    .map(([i, k, t, p, a]) => new AppendCommand(i, k, t, p, a));
 }
 
 function readArbitraryFor(id: fc.Arbitrary<string>): fc.Arbitrary<Cmd> {

@@ -29,7 +29,8 @@ async function compareFinalState(model: ModelSide, real: RealSide): Promise<void
 
 /**
  * The model-based check: `runs` random sequences of create / append (valid, behind, ahead, retry,
- * conflicting, malformed) / load (keep, cut) / read / list / has / update / delete (plain and
+ * conflicting, malformed; without `after`, or with a right or stale one when the store claims
+ * `capabilities.appendAfter`) / load (keep, cut) / read / list / has / update / delete (plain and
  * conditional) / close / reopen and shadowed-reservation scenarios, switching between two live
  * instances and racing them, each answer of the backend compared with the memory model's.
  *

@@ -1,5 +1,11 @@
 // The commands of the model-based test that make one call of the store API on the active instance.
-import type { SessionEvent, SessionStore, SessionSummary } from '@tidemark/core';
+import {
+  type AppendOptions,
+  checksAppendAfter,
+  type SessionEvent,
+  type SessionStore,
+  type SessionSummary,
+} from '@tidemark/core';
 import { violation } from '../harness.js';
 import {
   type Cmd,
@@ -82,12 +88,38 @@ export function invalidBatch(kind: InvalidBatch, next: number, payload: number):
   }
 }
 
+/**
+ * The `after` an append passes (contract §4.2): `none`; `right`, the event the model stores right
+ * before the batch (made up when it stores none there); `stale`, that event with other data, as a
+ * writer would hold after another one rewrote the session. Before a batch at seq 0, `right` passes
+ * none and `stale` an event at seq 0 (INVALID). The memory model decides what each must answer.
+ */
+export type AfterKind = 'none' | 'right' | 'stale';
+
+/** The `append` options for `batch` of an {@link AfterKind}, from the model's stored events. */
+export function afterOptions(
+  kind: AfterKind,
+  stored: readonly SessionEvent[],
+  batch: unknown,
+  payload: number,
+): AppendOptions | undefined {
+  if (kind === 'none' || !Array.isArray(batch)) return undefined;
+  const first = (batch[0] as { seq?: unknown } | undefined)?.seq;
+  if (typeof first !== 'number' || !Number.isSafeInteger(first) || first < 0) return undefined;
+  const at = first - 1;
+  if (at < 0) return kind === 'stale' ? { after: makeEvent(0, 0, payload) } : undefined;
+  const found = stored[at];
+  if (found === undefined) return { after: makeEvent(at, 0, payload) };
+  return { after: kind === 'right' ? found : { ...found, data: { stale: payload } } };
+}
+
 export class AppendCommand implements Cmd {
   constructor(
     readonly id: string,
     readonly kind: AppendKind,
     readonly types: number[],
     readonly payload: number,
+    readonly after: AfterKind = 'none',
   ) {}
   check = () => true;
   async run(model: ModelSide, real: RealSide) {
@@ -126,13 +158,18 @@ export class AppendCommand implements Cmd {
       default:
         batch = invalidBatch(this.kind, next, this.payload) as SessionEvent[];
     }
+    // A store without capabilities.appendAfter may ignore after: both sides then go without it.
+    const options = checksAppendAfter(current(real))
+      ? afterOptions(this.after, stored, batch, this.payload)
+      : undefined;
     await compare(
       this.toString(),
-      () => current(model).append(this.id, batch),
-      () => current(real).append(this.id, batch),
+      () => current(model).append(this.id, batch, options),
+      () => current(real).append(this.id, batch, options),
     );
   }
-  toString = () => `append(${this.id}, ${this.kind}, types=[${this.types}], payload=${this.payload})`;
+  toString = () =>
+    `append(${this.id}, ${this.kind}, types=[${this.types}], payload=${this.payload}${this.after === 'none' ? '' : `, after=${this.after}`})`;
 }
 
 /** Create then append a first batch: most rules need sessions that exist, so they get a shortcut. */
