@@ -2,17 +2,20 @@
 // over any SessionStore. The inner store keeps every rule of the contract (atomic, durable,
 // idempotent, one writer); this layer only transforms event data and summary fields.
 import {
+  type AppendOptions,
   type AppendResult,
+  assertStoredAfter,
   assertValidId,
   type CreateInit,
+  checksAppendAfter,
   type DeleteOptions,
   type EventLimits,
   errors,
   generateId,
-  jsonEqual,
   type ListQuery,
   type LoadedSession,
   type LoadOptions,
+  type PreparedEvent,
   prepareBatch,
   promptOf,
   type ReadRange,
@@ -23,9 +26,12 @@ import {
   type SessionPage,
   type SessionStore,
   type SessionSummary,
+  type StoreCapabilities,
   type SummaryPatch,
+  sameEvent,
   TidemarkError,
   type VerifyReport,
+  validateAppendOptions,
   validateCreate,
   validatePatch,
 } from '@tidemark/core';
@@ -91,8 +97,17 @@ export interface SealedStore extends SessionStore {
   readonly inner: SessionStore;
   /** The keys, or undefined for a store opened without keys. */
   readonly keyring: Keyring | undefined;
-  /** Appends as SessionStore.append does; resolves the batch's redaction counts too. */
-  append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult>;
+  /**
+   * Appends as SessionStore.append does (with `options.after` checked as {@link SealedStore.capabilities}
+   * says); resolves the batch's redaction counts too.
+   */
+  append(id: string, events: readonly SessionEvent[], options?: AppendOptions): Promise<SealedAppendResult>;
+  /**
+   * `appendAfter` is the inner store's (`checksAppendAfter(inner)`, read once when the sealed store
+   * is made): the sealed store hands `after` on sealed, so it is checked exactly when the inner
+   * store checks it.
+   */
+  readonly capabilities: StoreCapabilities;
   /** The inner store's verify; with keys, every event of each readable session is opened too (a `corrupt` problem with its seq). */
   verify(target?: { id?: string }): Promise<VerifyReport>;
   /** The inner store's repair. */
@@ -107,8 +122,29 @@ interface Maintained {
 /** A session created here and not yet appended: whether its pending patch has a firstPrompt (the caller's or derived). */
 type PromptState = 'pending' | 'pending-derived' | 'pending-set';
 
-function sameEvent(a: SessionEvent, b: SessionEvent): boolean {
-  return a.seq === b.seq && a.type === b.type && a.time === b.time && jsonEqual(a.data, b.data);
+/**
+ * `options.after` of an append, in the forms the sealed store compares: as the caller gave it, and
+ * as this store would have stored it (redacted, when redaction is on and changed something).
+ */
+interface AfterForms {
+  /** The caller's `after`, validated (what {@link assertStoredAfter} names in a CONFLICT). */
+  given: PreparedEvent;
+  /** The redacted plaintext when redaction changed it, else undefined. */
+  redacted: SessionEvent | undefined;
+  /** The form handed to the inner store: the stored form's plaintext sealed under the current key. */
+  sealed: SessionEvent;
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof TidemarkError && error.code === 'CONFLICT';
+}
+
+/** True when an opened stored event is `after` in either form the store accepts. */
+function isAfter(opened: SessionEvent, after: AfterForms): boolean {
+  return (
+    sameEvent(opened, after.given.event) ||
+    (after.redacted !== undefined && sameEvent(opened, after.redacted))
+  );
 }
 
 class SealedSessionStore implements SealedStore {
@@ -117,6 +153,8 @@ class SealedSessionStore implements SealedStore {
   readonly #limits: EventLimits;
   readonly #redactor: Redactor | undefined;
   readonly #prompts = new Map<string, PromptState>();
+  /** Fixed at construction: a store's capabilities do not change over its life (core's are readonly fields). */
+  readonly capabilities: StoreCapabilities;
   #closed = false;
 
   constructor(
@@ -129,6 +167,7 @@ class SealedSessionStore implements SealedStore {
     this.#redactor = redactor;
     this.keyring = keyring;
     this.#limits = limits;
+    this.capabilities = { appendAfter: checksAppendAfter(inner) };
   }
 
   #assertOpen(): void {
@@ -162,15 +201,23 @@ class SealedSessionStore implements SealedStore {
     return meta;
   }
 
-  async append(id: string, events: readonly SessionEvent[]): Promise<SealedAppendResult> {
+  async append(
+    id: string,
+    events: readonly SessionEvent[],
+    options?: AppendOptions,
+  ): Promise<SealedAppendResult> {
     this.#assertOpen();
     assertValidId(id);
     const prepared = prepareBatch(events, this.#limits, id);
+    // INVALID as core's (not an object, after not an event or not right before the batch), before
+    // anything is written: the derived firstPrompt below is written before the append.
+    const given = validateAppendOptions(options, prepared, this.#limits);
     const keyring = this.#keys('append', id);
     let plain = prepared.map((p) => p.event);
     let counts: RedactionCounts = {};
     if (this.#redactor !== undefined) ({ events: plain, counts } = redactEvents(plain, this.#redactor));
     const sealed = plain.map((event) => sealEvent(keyring, id, event));
+    const after = given === undefined ? undefined : this.#afterForms(keyring, id, given);
     let prompt: string | undefined;
     for (const event of plain) {
       prompt = promptOf(event);
@@ -194,9 +241,9 @@ class SealedSessionStore implements SealedStore {
     }
     let result: AppendResult;
     try {
-      result = await this.inner.append(id, sealed);
+      result = await this.#appendSealed(keyring, id, sealed, after);
     } catch (error) {
-      const retry = await this.#sameAsStored(id, plain, error);
+      const retry = await this.#sameAsStored(id, plain, error, after);
       if (retry === undefined) throw error;
       return retry;
     }
@@ -225,6 +272,70 @@ class SealedSessionStore implements SealedStore {
     return anyCounted(counts) ? { ...result, redactions: counts } : result;
   }
 
+  /**
+   * `after` as the store would have stored it: redacted when redaction is on (idempotent, so the
+   * redacted form a caller read back stays as it is), sealed under the current key. Sealing is
+   * deterministic, so this is byte for byte the stored record whenever that record was sealed
+   * under the current key from the same plaintext with its keys in the same order.
+   */
+  #afterForms(keyring: Keyring, id: string, given: PreparedEvent): AfterForms {
+    let stored = given.event;
+    if (this.#redactor !== undefined)
+      [stored] = redactEvents([stored], this.#redactor).events as [SessionEvent];
+    return {
+      given,
+      redacted: stored === given.event ? undefined : stored,
+      sealed: sealEvent(keyring, id, stored),
+    };
+  }
+
+  /**
+   * The inner append, with `after` sealed. When the inner store answers CONFLICT, the stored event
+   * at `after.seq` may still be `after` in other bytes: sealed under another key (written before a
+   * rotation, or re-sealed by rekey under another current key), from data with its keys in another
+   * order, or stored unredacted (by a store without redaction) while this one redacts. Then the
+   * stored record is opened and compared with both forms of `after` ({@link isAfter}); when it is
+   * `after`, the append is retried once with that very record as `after`, so the inner store still
+   * checks atomically that nothing changed since. Not `after` (or absent): core's CONFLICT, naming
+   * session and seq. A record that does not open: the CORRUPT a read gives (never a write over it).
+   */
+  async #appendSealed(
+    keyring: Keyring,
+    id: string,
+    sealed: readonly SessionEvent[],
+    after: AfterForms | undefined,
+  ): Promise<AppendResult> {
+    if (after === undefined) return this.inner.append(id, sealed);
+    try {
+      return await this.inner.append(id, sealed, { after: after.sealed });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      const stored = await this.#storedAt(id, after.sealed.seq);
+      if (stored !== undefined && sameEvent(stored, after.sealed)) {
+        // The inner store found `after` as sent: the CONFLICT is the batch's (another writer
+        // appended past it, or a retry whose data has its keys in another order: #sameAsStored).
+        throw error;
+      }
+      const opened = stored === undefined ? undefined : openEvent(keyring, id, stored);
+      if (opened === undefined || !isAfter(opened, after)) {
+        assertStoredAfter(id, opened, after.given);
+      }
+      // `stored` is there: assertStoredAfter threw when the session holds no event at after.seq.
+      return this.inner.append(id, sealed, { after: stored! });
+    }
+  }
+
+  /** The inner store's record at `seq`, as stored; undefined when the session holds none (or is not stored). */
+  async #storedAt(id: string, seq: number): Promise<SessionEvent | undefined> {
+    try {
+      for await (const event of this.inner.read(id, { fromSeq: seq, toSeq: seq })) return event;
+    } catch (error) {
+      if (error instanceof TidemarkError && error.code === 'NOT_FOUND') return undefined;
+      throw error;
+    }
+    return undefined;
+  }
+
   /** Adds `counts` to the session's sealed attrs (an extra read and write, only when something was redacted). */
   async #addRedactions(id: string, keyring: Keyring, counts: RedactionCounts): Promise<SessionSummary> {
     const stored = openSummary(keyring, await this.inner.update(id, {}));
@@ -235,24 +346,30 @@ class SealedSessionStore implements SealedStore {
   /**
    * A CONFLICT for a batch whose events are all stored may still be an idempotent retry: the
    * inner store compares sealed data as JSON, and sealing is deterministic, but data with its keys
-   * in another order seals to other bytes. Compares the opened events; the stored next seq when they
-   * are equal, undefined when not (then the CONFLICT stands).
+   * in another order seals to other bytes. Compares the opened events (and, with `after`, the
+   * stored event before the batch: a retry is checked against `after` too, as core checks it); the
+   * stored next seq when they are equal, undefined when not (then the CONFLICT stands).
    */
   async #sameAsStored(
     id: string,
     prepared: readonly SessionEvent[],
     error: unknown,
+    after: AfterForms | undefined,
   ): Promise<AppendResult | undefined> {
-    if (!(error instanceof TidemarkError) || error.code !== 'CONFLICT' || this.keyring === undefined)
-      return undefined;
+    if (!isConflict(error) || this.keyring === undefined) return undefined;
     const keyring = this.keyring;
     try {
-      const fromSeq = prepared[0]!.seq;
+      const fromSeq = after === undefined ? prepared[0]!.seq : after.given.event.seq;
       const toSeq = prepared[prepared.length - 1]!.seq;
-      let i = 0;
+      let i = after === undefined ? 0 : -1;
       for await (const stored of this.inner.read(id, { fromSeq, toSeq })) {
-        const mine = prepared[i++];
         const opened = openEvent(keyring, id, stored);
+        if (i === -1) {
+          if (opened.seq !== fromSeq || !isAfter(opened, after!)) return undefined;
+          i++;
+          continue;
+        }
+        const mine = prepared[i++];
         if (mine === undefined || !sameEvent(mine, opened)) return undefined;
       }
       if (i !== prepared.length) return undefined;
