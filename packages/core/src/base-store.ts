@@ -1,6 +1,7 @@
 // The rules every backend shares, once: argument validation, CLOSED, per-session serialization,
 // the lazy-create reservations and the shape of verify. A backend subclasses SessionStoreBase and
 // implements the protected `storage*` hooks, which only touch its storage.
+import { assertStoredAfter, validateAppendOptions } from './append-after.js';
 import { errors, TidemarkError, toIoError } from './errors.js';
 import type { PreparedEvent, SessionEvent } from './event.js';
 import { prepareBatch } from './event.js';
@@ -20,9 +21,7 @@ import { PageReader } from './page-reader.js';
 import { listAll } from './paging.js';
 import { type Reservation, Reservations } from './reservations.js';
 import {
-  assertStoredAfter,
   type ValidListQuery,
-  validateAppendOptions,
   validateCreate,
   validateDeleteOptions,
   validateListQuery,
@@ -229,7 +228,11 @@ export abstract class SessionStoreBase implements MaintainedStore {
   }
 
   /** The base's check of `after` for a backend that does not check it in its write. */
-  private async checkAfter(id: string, after: PreparedEvent, reservation: Reservation | undefined): Promise<void> {
+  private async checkAfter(
+    id: string,
+    after: PreparedEvent,
+    reservation: Reservation | undefined,
+  ): Promise<void> {
     const seq = after.event.seq;
     let stored: SessionEvent | undefined;
     try {
@@ -241,7 +244,8 @@ export abstract class SessionStoreBase implements MaintainedStore {
     } catch (error) {
       // Not stored: a pending session has no event to append after (CONFLICT below); otherwise
       // NOT_FOUND, as the append itself would answer.
-      if (!(error instanceof TidemarkError && error.code === 'NOT_FOUND') || reservation === undefined) throw error;
+      if (!(error instanceof TidemarkError && error.code === 'NOT_FOUND') || reservation === undefined)
+        throw error;
     }
     assertStoredAfter(id, stored, after);
   }

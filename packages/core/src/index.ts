@@ -4,6 +4,7 @@
  * the pure rules every backend shares, {@link SessionStoreBase} (the base class every backend
  * extends, with its maintenance interface), and the FileSystem port of the file backends.
  */
+export * from './append-after.js';
 export * from './base-store.js';
 export * from './boundary.js';
 export * from './cursor.js';
