@@ -21,6 +21,8 @@ export function validateAppendOptions(
   if (after === undefined) return undefined;
   const prepared = prepareEvent(after, 'options.after', limits);
   const first = batch[0]!.event.seq;
+  if (first === 0)
+    throw errors.invalid('append: options.after is given, but the batch starts at seq 0, after no event');
   if (prepared.event.seq !== first - 1) {
     throw errors.invalid(
       `append: options.after is the event at seq ${prepared.event.seq}, but the batch starts at seq ${first}; it must be the event at seq ${first - 1}`,

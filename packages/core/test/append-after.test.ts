@@ -86,6 +86,9 @@ describe('validateAppendOptions', () => {
     for (const after of [ev(0), ev(1), { ...ev(0), seq: -1 }]) {
       expect(thrown(() => validateAppendOptions({ after }, batch(0, 1))).code).toBe('INVALID');
     }
+    expect(thrown(() => validateAppendOptions({ after: ev(0) }, batch(0, 1))).message).toMatch(
+      /starts at seq 0, after no event/,
+    );
   });
 
   it('applies the store limits to after', () => {
