@@ -1,11 +1,21 @@
 // The statements of an append. Each attempt is one autocommit statement: a data-modifying CTE whose
 // conditional UPDATE (… WHERE next_seq = $expected) or first INSERT (ON CONFLICT DO NOTHING) gates
 // the INSERT of the events, so the claim of the seqs and their rows commit together or not at all.
-import { errors, type Reservation, type SessionSummary } from '@tidemark/core';
+// An append with `after` adds the events row at after.seq to the claim's condition (`AfterRow`):
+// checked in the snapshot of the statement that writes, so no other host's delete and rewrite
+// can come between the check and the write.
+import {
+  dataJsonOf,
+  errors,
+  type PreparedEvent,
+  type Reservation,
+  type SessionSummary,
+} from '@tidemark/core';
 import type { Connections } from './db.js';
 import type { PgErrorContext } from './errors.js';
 import {
   type EncodedEvent,
+  type EventRow,
   encodeText,
   rowToSummary,
   type SessionRow,
@@ -13,7 +23,7 @@ import {
   summaryColumns,
 } from './rows.js';
 import { POSTGRES_SCHEMA_VERSION } from './schema.js';
-import type { Statements } from './statements.js';
+import type { Statement, Statements } from './statements.js';
 
 /** What an append needs of a stored session: its identity, next seq and the fields it rewrites. */
 export interface Head {
@@ -21,13 +31,68 @@ export interface Head {
   summary: SessionSummary;
 }
 
+/**
+ * What the claim of an append with `after` requires of the events row at `seq`: exactly these
+ * column texts. First the texts an append of `after` writes ({@link afterRowOf}); when a read
+ * found the stored row to decode to `after` in other texts (another writer's serialization),
+ * that row's own, so that the claim holds exactly when the row is still the one judged equal.
+ */
+export interface AfterRow {
+  seq: number;
+  type: string;
+  time: string;
+  data: string;
+}
+
+/** The columns an append of `after` writes, as the claim's condition. */
+export function afterRowOf(after: PreparedEvent): AfterRow {
+  const { seq, type, time } = after.event;
+  return { seq, type: encodeText(type), time, data: dataJsonOf(after) };
+}
+
+type HeadRow = SessionRow & { max_seq: string | null };
+
 /** The stored head of a session (summary, next seq), or undefined when absent (CORRUPT for orphans). */
 export async function readHead(db: Connections, sql: Statements, id: string): Promise<Head | undefined> {
   const { text, name } = sql.readHead;
   const result = await db.run(db.context(`appending to session ${id}`, id), (s) =>
-    s.query<SessionRow & { max_seq: string | null }>('SELECT sessions', text, [id], name),
+    s.query<HeadRow>('SELECT sessions', text, [id], name),
+  );
+  return headOf(id, result.rows[0]!);
+}
+
+/** The columns the events row at after.seq adds to {@link readHead}'s (all NULL without a row). */
+interface AfterColumns {
+  after_seq: string | null;
+  after_type: string | null;
+  after_time: string | null;
+  after_data: string | null;
+  after_checksum: number | null;
+}
+
+/**
+ * {@link readHead} and the events row at `seq` (as {@link EventRow}, undefined when there is
+ * none), from one snapshot.
+ */
+export async function readHeadAfter(
+  db: Connections,
+  sql: Statements,
+  id: string,
+  seq: number,
+): Promise<{ head: Head | undefined; stored: EventRow | undefined }> {
+  const { text, name } = sql.readHeadAfter;
+  const result = await db.run(db.context(`appending to session ${id}`, id), (s) =>
+    s.query<HeadRow & AfterColumns>('SELECT sessions', text, [id, seq], name),
   );
   const row = result.rows[0]!;
+  const head = headOf(id, row);
+  if (row.after_seq === null) return { head, stored: undefined };
+  const checksum = row.after_checksum === null ? null : String(row.after_checksum);
+  return { head, stored: [row.after_seq, row.after_type, row.after_time, row.after_data, checksum] };
+}
+
+/** The head in a row of readHead's columns; CORRUPT for orphaned events or a miscounted log. */
+function headOf(id: string, row: HeadRow): Head | undefined {
   if (row.id === null) {
     if (row.max_seq !== null) throw sessionRowDamaged(id);
     return undefined;
@@ -98,7 +163,10 @@ export async function insertFirst(
   return result.rowCount === encoded.length;
 }
 
-/** A later batch: advance next_seq from the head's value and insert, in one statement. */
+/**
+ * A later batch: advance next_seq from the head's value and insert, in one statement; with
+ * `after`, only when the events row at after.seq holds its texts too.
+ */
 export async function advance(
   db: Connections,
   sql: Statements,
@@ -106,9 +174,11 @@ export async function advance(
   head: Head,
   summary: SessionSummary,
   encoded: readonly EncodedEvent[],
+  after: AfterRow | undefined,
   context: PgErrorContext,
 ): Promise<boolean> {
-  const { text, name } = encoded.length === 1 ? sql.advanceOne : sql.advance;
+  const one = encoded.length === 1;
+  const { text, name } = advanceStatement(sql, one, after !== undefined);
   const result = await db.run(context, (s) =>
     s.query(
       'UPDATE sessions+INSERT events',
@@ -123,10 +193,17 @@ export async function advance(
         head.summary.eventCount,
         head.summary.updatedAt,
         head.createdAt,
-        ...eventParameters(encoded, encoded.length === 1),
+        ...eventParameters(encoded, one),
+        ...(after === undefined ? [] : [after.seq, after.type, after.time, after.data]),
       ],
       name,
     ),
   );
   return result.rowCount === encoded.length;
+}
+
+/** The advance statement of one session: for one event or many, with or without `after`. */
+function advanceStatement(sql: Statements, one: boolean, after: boolean): Statement {
+  if (after) return one ? sql.advanceOneAfter : sql.advanceAfter;
+  return one ? sql.advanceOne : sql.advance;
 }

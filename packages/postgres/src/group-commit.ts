@@ -6,9 +6,11 @@
 //
 // What each append may assume:
 // - its batch is all or nothing, and it alone: the statement claims each session with its own
-//   conditional UPDATE (next_seq, updated_at, created_at as the append last saw them) and inserts
-//   the events of the sessions it claimed only. A session another writer moved is simply not
-//   claimed (its append re-reads and retries, as after a lone claim that failed);
+//   conditional UPDATE (next_seq, updated_at, created_at as the append last saw them, and with
+//   `after` the events row at after.seq as the append judged it) and inserts the events of the
+//   sessions it claimed only. A session another writer moved, or whose row at after.seq is not
+//   that one, is simply not claimed (its append re-reads and retries or answers CONFLICT, as
+//   after a lone claim that failed);
 // - it resolves only after the statement that holds it committed (autocommit, synchronous_commit
 //   on): no earlier than a lone append would;
 // - a group statement that fails for any reason (a unique violation from one batch, a lost
@@ -19,7 +21,7 @@
 // - the base store never hands two appends of one session to storage at once, so a group holds
 //   at most one batch per session.
 import type { SessionSummary } from '@tidemark/core';
-import { advance, type Head } from './append.js';
+import { type AfterRow, advance, type Head } from './append.js';
 import type { Connections } from './db.js';
 import type { PgErrorContext } from './errors.js';
 import { type EncodedEvent, encodeText } from './rows.js';
@@ -28,12 +30,16 @@ import type { Statements } from './statements.js';
 /** Most appends one group statement carries: bounds its parameters and the rows it locks. */
 export const MAX_GROUP = 256;
 
-/** One advance: the session, the head it was planned against, its new summary and its rows. */
+/**
+ * One advance: the session, the head it was planned against, its new summary and its rows, and
+ * with `after` what the events row at after.seq must still hold.
+ */
 export interface AdvanceRequest {
   id: string;
   head: Head;
   summary: SessionSummary;
   encoded: readonly EncodedEvent[];
+  after: AfterRow | undefined;
   context: PgErrorContext;
 }
 
@@ -79,8 +85,8 @@ export class AdvanceGroups {
     void this.#send(() => this.#group(group));
   }
 
-  #alone({ id, head, summary, encoded, context }: AdvanceRequest): Promise<boolean> {
-    return advance(this.db, this.sql, id, head, summary, encoded, context);
+  #alone({ id, head, summary, encoded, after, context }: AdvanceRequest): Promise<boolean> {
+    return advance(this.db, this.sql, id, head, summary, encoded, after, context);
   }
 
   async #group(group: QueuedAdvance[]): Promise<void> {
@@ -135,6 +141,10 @@ export class AdvanceGroups {
           events.map(({ e }) => e.time),
           events.map(({ e }) => e.data),
           events.map(({ e }) => e.checksum),
+          sorted.map((item) => item.after?.seq ?? null),
+          sorted.map((item) => item.after?.type ?? null),
+          sorted.map((item) => item.after?.time ?? null),
+          sorted.map((item) => item.after?.data ?? null),
         ],
         name,
       ),

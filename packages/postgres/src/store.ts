@@ -3,12 +3,15 @@
 //
 // Appends are single writer without SERIALIZABLE (see append.ts): one autocommit statement per
 // attempt, gated by a conditional UPDATE of next_seq. The loser re-reads and compares the stored
-// events: the same batch is an idempotent success, another one CONFLICT.
+// events: the same batch is an idempotent success, another one CONFLICT. An append with `after`
+// adds the stored event at after.seq to that gate, and re-reads it with the head after a lost
+// claim: CONFLICT when it is not `after` any more.
 import { inspect } from 'node:util';
 import {
   type AppendResult,
   applyPatch,
   assertSameEvents,
+  assertStoredAfter,
   commitStateOf,
   deleteConflict,
   emptySummary,
@@ -38,7 +41,7 @@ import {
   type ValidListQuery,
   type VerifyReport,
 } from '@tidemark/core';
-import { type Head, insertFirst, readHead } from './append.js';
+import { type AfterRow, afterRowOf, type Head, insertFirst, readHead, readHeadAfter } from './append.js';
 import type { Connections, Session } from './db.js';
 import { isUniqueViolation, mapPgError } from './errors.js';
 import { AdvanceGroups } from './group-commit.js';
@@ -46,6 +49,7 @@ import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.
 import { POSTGRES_OPTION_NAMES, type PostgresStoreOptions } from './options.js';
 import { type PageSource, readPaged } from './read.js';
 import {
+  decodeEventRow,
   decodeEventRows,
   type EventRow,
   encodeEvent,
@@ -71,6 +75,8 @@ const APPEND_ATTEMPTS = 8;
 /** A session store on PostgreSQL. Returned by {@link openPostgresStore}. */
 export class PostgresStore extends SessionStoreBase {
   protected readonly formatVersion = POSTGRES_SCHEMA_VERSION;
+  /** `append(…, { after })` is checked in the statement that writes the batch (append.ts). */
+  protected override readonly storageChecksAfter = true;
   readonly #db: Connections;
   readonly #ownsPool: boolean;
   readonly #t: TableNames;
@@ -117,20 +123,35 @@ export class PostgresStore extends SessionStoreBase {
     return presence === 'stored';
   }
 
-  /** Writes the batch (or confirms an idempotent retry); NOT_FOUND when neither stored nor reserved. */
+  /**
+   * Writes the batch (or confirms an idempotent retry); NOT_FOUND when neither stored nor reserved.
+   * With `after`, nothing is written unless the events row at after.seq is `after` in the snapshot
+   * of the statement that writes (the claim's condition, append.ts). A claim that fails is judged
+   * again on a fresh read of the head and that row together: a row that is not `after` there is
+   * this append's CONFLICT, at that moment, with nothing written.
+   */
   protected async storageAppend(
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult> {
     const encoded = batch.map(encodeEvent);
     const context = this.#db.context(`appending to session ${id}`, id);
+    // What the claim requires of the row at after.seq: the texts an append of `after` writes, until
+    // a read finds `after` stored in texts of its own.
+    let afterRow = after === undefined ? undefined : afterRowOf(after);
     try {
       for (let attempt = 0; attempt < APPEND_ATTEMPTS; attempt++) {
         this.assertOpen(); // a retry after close() must not reach an ended pool
         const cached = this.#heads.get(id);
-        const head = cached ?? (await readHead(this.#db, this.#sql, id));
+        let head = cached;
         if (head === undefined) {
+          if (after === undefined) head = await readHead(this.#db, this.#sql, id);
+          else ({ head, afterRow } = await this.headAfter(id, after, reservation));
+        }
+        if (head === undefined) {
+          // Never with `after` (headAfter answered): a session without a row holds no event.
           if (reservation === undefined) throw errors.notFound(id);
           planAppend(id, 0, batch); // CONFLICT unless the batch starts at seq 0
           const summary = this.firstSummary(reservation, batch);
@@ -153,8 +174,11 @@ export class PostgresStore extends SessionStoreBase {
             this.#heads.delete(id);
             continue; // judge a retry against the stored head, not a remembered one
           }
-          const stored = await this.readRange(id, plan.fromSeq, plan.toSeq, context);
-          if (stored.length === batch.length) {
+          // From after.seq with `after`: the retry and the event before it, in one snapshot.
+          const from = after === undefined ? plan.fromSeq : after.event.seq;
+          const stored = await this.readRange(id, from, plan.toSeq, context);
+          if (stored.length === plan.toSeq - from + 1) {
+            if (after !== undefined) assertStoredAfter(id, stored.shift(), after);
             assertSameEvents(id, stored, batch);
             return { nextSeq: head.summary.eventCount };
           }
@@ -166,11 +190,13 @@ export class PostgresStore extends SessionStoreBase {
           this.settings.isBoundary,
           nextUpdatedAt(head.summary.updatedAt),
         );
-        if (await this.#groups.advance({ id, head, summary, encoded, context })) {
+        if (await this.#groups.advance({ id, head, summary, encoded, after: afterRow, context })) {
           this.#heads.set(id, { createdAt: head.createdAt, summary });
           return { nextSeq: summary.eventCount };
         }
-        this.#heads.delete(id); // another writer moved the session: re-read
+        // Another writer moved the session, or (with `after`) the row at after.seq is not the one
+        // judged: re-read both.
+        this.#heads.delete(id);
       }
     } catch (error) {
       this.#heads.delete(id);
@@ -187,6 +213,27 @@ export class PostgresStore extends SessionStoreBase {
       throw error;
     }
     throw errors.conflict(`session ${id}: other writers kept moving the session; retry`, id, true);
+  }
+
+  /**
+   * The stored head and the event at after.seq, from one snapshot: CONFLICT (core's message) when
+   * that event is not `after` (also for a reserved session, which holds none), NOT_FOUND when the
+   * session is neither stored nor reserved. Else the head, and the stored row's texts as what the
+   * claim must find there.
+   */
+  private async headAfter(
+    id: string,
+    after: PreparedEvent,
+    reservation: Reservation | undefined,
+  ): Promise<{ head: Head; afterRow: AfterRow }> {
+    const seq = after.event.seq;
+    const { head, stored } = await readHeadAfter(this.#db, this.#sql, id, seq);
+    if (head === undefined && reservation === undefined) throw errors.notFound(id);
+    assertStoredAfter(id, stored === undefined ? undefined : decodeEventRow(id, stored, seq), after);
+    // A stored event, so a stored row (readHeadAfter refuses events without one). Decoded, so its
+    // columns are text: `after` as this row stores it.
+    const [, type, time, data] = stored as string[];
+    return { head: head!, afterRow: { seq, type: type!, time: time!, data: data! } };
   }
 
   private firstSummary(reservation: Reservation, batch: readonly PreparedEvent[]): SessionSummary {
