@@ -1,12 +1,15 @@
 // The saver's view of the store: per thread, the folded state and the head it was folded up to.
-// Reads and writes alike bring a cached thread up to date by reading from the last event it knows
-// (one store read, which also proves that event is still there: a deleted or replaced log is folded
-// again from the start), so the cache is only a hint. Writes append at the head that read confirmed,
-// with an explicit seq; CONFLICT means another writer got there first, and the batch is planned
-// again from the new state, which may refuse it.
+// Reads bring a cached thread up to date by reading from the last event it knows (one store read,
+// which also proves that event is still there: a deleted or replaced log is folded again from the
+// start), so the cache is only a hint. Writes append at the head with an explicit seq; on a store
+// that checks `append(…, { after })` they name the last event they planned on and the append
+// itself confirms the cache (no read first), elsewhere a read in the same call confirms it. CONFLICT
+// means another writer got there first (or the log is not the one cached), and the batch is planned
+// again from the state read then, which may refuse it.
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
+  checksAppendAfter,
   isTidemarkError,
   KeyedQueue,
   type SessionEvent,
@@ -24,8 +27,12 @@ interface CachedThread {
   state: ThreadState;
   /** The seq the next batch must start with; 0 when the session does not exist. */
   nextSeq: number;
-  /** The last event folded, as {@link fingerprint} (to recognise the same log on the next read). */
-  last?: { seq: number; print: string };
+  /**
+   * The last event folded or appended, whole (as the store holds it: read from it, or appended by
+   * this saver), for `append(…, { after })`; and its {@link fingerprint}, to recognise the same log
+   * on the next read.
+   */
+  last?: { seq: number; print: string; event: SessionEvent };
 }
 
 /** What bringing a thread up to date found. */
@@ -107,12 +114,16 @@ export class ThreadLog {
    * returns none). The call takes its place in the thread's queue at once, so calls run in the
    * order they were made; `ready` (the caller's serialization) is awaited in that place.
    *
-   * `build` always sees state the store confirmed in this call: the cached thread is brought up to
-   * date first (one read from its last known event, which also proves that event is still there,
-   * so a deleted or rewritten log is read again from the start), and the append's own seq check
-   * confirms nothing was added after that read. On CONFLICT the thread is read again and `build`
-   * decides again on the new state (it may refuse by throwing); the batch is never just moved to
-   * the new head.
+   * Only state the store confirmed in this call decides anything. On a store that checks
+   * `append(…, { after })` a cached thread is planned on as it is, and the append names the last
+   * event it knows: CONFLICT, nothing written, when the log is not the one cached. A plan that
+   * writes nothing, or that `build` refuses (by throwing), does not reach the append, so it is
+   * confirmed by a read first and `build` decides again. Elsewhere, and for a thread not cached,
+   * the thread is brought up to date first (one read from its last known event, which also proves
+   * that event is still there, so a deleted or rewritten log is read again from the start), and the
+   * append's own seq check confirms nothing was added after that read. On CONFLICT the thread is
+   * read again and `build` decides again on the new state (it may refuse); the batch is never just
+   * moved to the new head.
    */
   write(
     threadId: string,
@@ -124,14 +135,37 @@ export class ThreadLog {
     ready?.catch(() => undefined);
     return this.queue.run(sessionId, async () => {
       await ready;
-      let entry = (await this.sync(threadId, sessionId, this.cache.get(sessionId))).entry;
-      for (let attempt = 0; ; attempt += 1) {
-        const records = build(entry.state);
-        if (records.length === 0) return;
+      const checked = checksAppendAfter(this.store);
+      let entry = this.cache.get(sessionId);
+      // False while `entry` is the cached thread, unconfirmed: only an append with `after` may act on it.
+      let confirmed = false;
+      if (!checked || entry?.last === undefined || entry.nextSeq === 0) {
+        entry = (await this.sync(threadId, sessionId, entry)).entry;
+        confirmed = true;
+      }
+      for (let attempt = 0; ; ) {
+        let records: ThreadRecord[];
+        try {
+          records = build(entry.state);
+        } catch (error) {
+          if (confirmed) throw error;
+          // Refused on the cache alone: decide again on what the store holds.
+          entry = (await this.sync(threadId, sessionId, entry)).entry;
+          confirmed = true;
+          continue;
+        }
+        if (records.length === 0) {
+          if (confirmed) return;
+          // "Already stored" on the cache alone (another host may have deleted or rewritten the
+          // thread since): decide again on what the store holds.
+          entry = (await this.sync(threadId, sessionId, entry)).entry;
+          confirmed = true;
+          continue;
+        }
         const batch = randomUUID();
         try {
           const indexed = indexBatch(entry.state, [...records, { kind: 'boundary', batch }], entry.nextSeq);
-          await this.append(threadId, sessionId, entry, indexed);
+          await this.append(threadId, sessionId, entry, indexed, checked);
           return;
         } catch (error) {
           if (!isTidemarkError(error, 'CONFLICT') && !isTidemarkError(error, 'NOT_FOUND')) {
@@ -143,13 +177,16 @@ export class ThreadLog {
           const synced = await this.sync(threadId, sessionId, entry);
           entry = synced.entry;
           if (entry.state.hasBatch(batch)) return;
-          if (attempt >= MAX_WRITE_ATTEMPTS - 1)
+          // A refusal of a plan made on the cache alone is how a stale cache shows: not a lost race.
+          if (confirmed) attempt += 1;
+          confirmed = true;
+          if (attempt >= MAX_WRITE_ATTEMPTS)
             throw concurrentWriter(threadId, sessionId, synced.replaced, error);
           // Refused while the log stayed as it was: another process holds the thread for writing
           // (a JSONL writer lock, released once that writer is idle). Trying again at once would
           // only be refused again.
           if (!synced.replaced && entry.last?.seq === before?.seq && entry.last?.print === before?.print)
-            await delay(HELD_RETRY_MS * 2 ** attempt);
+            await delay(HELD_RETRY_MS * 2 ** Math.max(attempt - 1, 0));
         }
       }
     });
@@ -167,11 +204,16 @@ export class ThreadLog {
     });
   }
 
+  /**
+   * Appends `records` at `entry`'s head and applies them to it. With `checked` (the store checks
+   * `after`), the append names the event `entry` ends with, so it lands only on that log.
+   */
   private async append(
     threadId: string,
     sessionId: string,
     entry: CachedThread,
     records: ThreadRecord[],
+    checked: boolean,
   ): Promise<void> {
     if (entry.nextSeq === 0) await this.createSession(threadId, sessionId);
     const time = new Date().toISOString();
@@ -181,11 +223,14 @@ export class ThreadLog {
       time,
       data: recordData(record),
     }));
-    const { nextSeq } = await this.store.append(sessionId, events);
+    const after = checked && entry.nextSeq > 0 ? entry.last?.event : undefined;
+    const { nextSeq } = await (after === undefined
+      ? this.store.append(sessionId, events)
+      : this.store.append(sessionId, events, { after }));
     for (const [i, record] of records.entries()) entry.state.apply(record, events[i]!.seq);
-    const last = events[events.length - 1]!;
+    // The store took a deep copy of the batch, so this one (used nowhere else) is what it holds.
+    entry.last = lastOf(events[events.length - 1]!);
     entry.nextSeq = nextSeq;
-    entry.last = { seq: last.seq, print: fingerprint(last) };
     this.remember(sessionId, entry);
   }
 
@@ -214,6 +259,8 @@ export class ThreadLog {
       // log, and nothing after it.
       const newest = await lastEvent(this.store, sessionId, cached.last.seq);
       if (newest?.seq === cached.last.seq && fingerprint(newest) === cached.last.print) {
+        // Kept as read: the event an `after` names is the store's own.
+        cached.last = { ...cached.last, event: newest };
         this.remember(sessionId, cached);
         return { entry: cached, replaced: false };
       }
@@ -293,7 +340,7 @@ export class ThreadLog {
       }
     } finally {
       // Only the last event folded is fingerprinted: a cold fold of a long thread folds thousands.
-      if (folded !== undefined) entry.last = { seq: folded.seq, print: fingerprint(folded) };
+      if (folded !== undefined) entry.last = lastOf(folded);
     }
   }
 
@@ -310,6 +357,10 @@ export class ThreadLog {
 
 function eventType(record: ThreadRecord): string {
   return record.kind === 'boundary' ? 'turn/end' : `langgraph/${record.kind}`;
+}
+
+function lastOf(event: SessionEvent): NonNullable<CachedThread['last']> {
+  return { seq: event.seq, print: fingerprint(event), event };
 }
 
 /** What identifies an event: our boundaries carry a random batch id, so a replaced log never matches. */

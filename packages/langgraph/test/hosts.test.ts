@@ -243,6 +243,52 @@ describe.each(backends)('two hosts over one $name store', (backend) => {
   );
 
   it(
+    "stores B's puts on A's rewrite of the thread to the same length as planned on it, not on B's cache",
+    async () => {
+      /** A thread B holds at `first` (n@1 = 1), which A deleted and rewrote with n@1 = 2. */
+      const rewritten = async (t: string) => {
+        const first = checkpoint({ n: 1 }, { n: 1 });
+        await a.call('put', thread(t), first, meta, { n: 1 });
+        // B holds the thread (a list folds and keeps it; a cold getTuple would not), warm.
+        expect(await b.call<unknown[]>('list', thread(t))).toHaveLength(1);
+        expect(idOf((await b.call<{ config: RunnableConfig }>('getTuple', thread(t))).config)).toBe(first.id);
+        await a.call('deleteThread', t);
+        const fromA = await a.call<RunnableConfig>('put', thread(t), checkpoint({ n: 2 }, { n: 1 }), meta, {
+          n: 1,
+        });
+        return { first, fromA };
+      };
+      const fresh = new TidemarkSaver(store);
+      // Planned on the cache, this put would store nothing: the cache holds `first` already.
+      const same = await rewritten('rewrite-behind-cache-same');
+      const again = await b.call<RunnableConfig>(
+        'put',
+        thread('rewrite-behind-cache-same'),
+        same.first,
+        meta,
+        {
+          n: 1,
+        },
+      );
+      expect((await fresh.getTuple(again))?.checkpoint.channel_values).toEqual({ n: 1 });
+      expect((await fresh.getTuple(same.fromA))?.checkpoint.channel_values).toEqual({ n: 2 });
+      // Planned on the cache, this put would store no value for n@1 (and read A's n = 2).
+      const t = 'rewrite-behind-cache-new';
+      const other = await rewritten(t);
+      const fromB = await b.call<RunnableConfig>('put', thread(t), checkpoint({ n: 1 }, { n: 1 }), meta, {
+        n: 1,
+      });
+      expect((await fresh.getTuple(fromB))?.checkpoint.channel_values).toEqual({ n: 1 });
+      expect((await fresh.getTuple(other.fromA))?.checkpoint.channel_values).toEqual({ n: 2 });
+      expect(idOf((await fresh.getTuple(thread(t)))?.config)).toBe(idOf(fromB));
+      const seen = await b.call<{ config: RunnableConfig; checkpoint: Checkpoint }>('getTuple', thread(t));
+      expect(idOf(seen.config)).toBe(idOf(fromB));
+      expect(seen.checkpoint.channel_values).toEqual({ n: 1 });
+    },
+    TIMEOUT,
+  );
+
+  it(
     'reads as absent on B a thread A deleted after B cached it',
     async () => {
       const t = 'read-after-delete';

@@ -3,7 +3,13 @@
 // changed, thread ids of any form map to distinct sessions, and a storage fault is an error that
 // leaves the previous checkpoint as the latest.
 import { type Checkpoint, ERROR, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import { isTidemarkError, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+import {
+  type AppendOptions,
+  isTidemarkError,
+  type SessionEvent,
+  type SessionStore,
+  TidemarkError,
+} from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
@@ -122,10 +128,10 @@ describe('TidemarkSaver', () => {
     let failing = false;
     const store: SessionStore = Object.create(inner, {
       append: {
-        value: (id: string, events: readonly SessionEvent[]) =>
+        value: (id: string, events: readonly SessionEvent[], options?: AppendOptions) =>
           failing
             ? Promise.reject(new TidemarkError('IO', 'injected EIO', { errno: 'EIO', retryable: true }))
-            : inner.append(id, events),
+            : inner.append(id, events, options),
       },
     });
     const saver = new TidemarkSaver(store);
@@ -154,14 +160,14 @@ describe('TidemarkSaver', () => {
     let refused = 0;
     const store: SessionStore = Object.create(inner, {
       append: {
-        value: (id: string, events: readonly SessionEvent[]) => {
+        value: (id: string, events: readonly SessionEvent[], options?: AppendOptions) => {
           if (performance.now() < heldUntil) {
             refused += 1;
             return Promise.reject(
               new TidemarkError('CONFLICT', 'held by another writer', { retryable: true }),
             );
           }
-          return inner.append(id, events);
+          return inner.append(id, events, options);
         },
       },
     });
