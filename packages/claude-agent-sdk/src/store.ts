@@ -6,6 +6,7 @@ import {
   type SessionSummaryEntry,
 } from '@anthropic-ai/claude-agent-sdk';
 import {
+  checksAppendAfter,
   cloneJson,
   isTidemarkError,
   type JsonValue,
@@ -64,11 +65,16 @@ const owner = (key: SessionKey): Owner => ({ projectKey: key.projectKey, session
  * append and written in the same batch.
  *
  * Several processes may share one store, each with its own object: the store is the truth and
- * this object's cache of folded sessions only a hint. Every call first confirms the cache with one
+ * this object's cache of folded sessions only a hint. A read first confirms the cache with one
  * read of what follows the last batch it knows (the batch itself, by its random nonce), so another
- * host's append, delete or rewrite is seen as by a process that has just started; a write whose
- * log was deleted and rewritten while it was planned is found by a read after it, skipped by
- * every fold, and planned again. Racing appends replan on CONFLICT (`maxConflictRetries`).
+ * host's append, delete or rewrite is seen as by a process that has just started. A write on a
+ * store that checks `append(…, { after })` is planned on the cache and names the log's last event
+ * it knows, so the append itself refuses it (CONFLICT, nothing written) when the log is not the one
+ * cached; the session is then read and the write planned again. A write that the cache says has
+ * nothing to do is confirmed by that read first. On a store without the check, the write is planned
+ * on that read, and a write whose log was deleted and rewritten while it was planned is found by a
+ * read after it, skipped by every fold, and planned again. Racing appends replan on CONFLICT
+ * (`maxConflictRetries`).
  *
  * Failures are `TidemarkError`s: INVALID for bad keys and entries, the store's IO, CORRUPT and
  * CLOSED for storage faults, which reach the SDK as errors, never as an absent session; CONFLICT
@@ -96,20 +102,12 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     if (entries.length === 0) return;
     const copy = cloneJson(entries as unknown as JsonValue) as unknown as SessionStoreEntry[];
     const id = tidemarkIdOf(key);
-    await this.#queue.run(id, async () => {
-      for (let attempt = 0; ; attempt++) {
-        const session = await this.#current(id, owner(key));
+    await this.#queue.run(id, () =>
+      this.#commit(id, key, (session) => {
         const kept = newEntries(session, key, copy);
-        // Every entry is stored already: the read in this call confirmed it.
-        if (kept.length === 0) return;
-        try {
-          await this.#write(id, key, session, appendBatch(session, key, kept));
-          return;
-        } catch (error) {
-          if (!isRace(error) || attempt >= this.#maxConflictRetries) throw error;
-        }
-      }
-    });
+        return kept.length === 0 ? undefined : appendBatch(session, key, kept);
+      }),
+    );
   }
 
   /** The transcript's entries in append order, or null when it was never written (or deleted). */
@@ -154,16 +152,9 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
         }
         return;
       }
-      for (let attempt = 0; ; attempt++) {
-        const session = await this.#current(id, owner(key));
-        if (!session.transcripts.has(key.subpath)) return;
-        try {
-          await this.#write(id, key, session, dropBatch(session, key));
-          return;
-        } catch (error) {
-          if (!isRace(error) || attempt >= this.#maxConflictRetries) throw error;
-        }
-      }
+      await this.#commit(id, key, (session) =>
+        session.transcripts.has(transcriptName(key)) ? dropBatch(session, key) : undefined,
+      );
     });
   }
 
@@ -173,6 +164,41 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     const id = tidemarkIdOf(key);
     const session = await this.#queue.run(id, () => this.#current(id, owner(key)));
     return [...session.transcripts.keys()].filter((name) => name !== MAIN);
+  }
+
+  /**
+   * Plans a batch with `plan` (undefined: nothing to write) and appends it, planning again when
+   * another writer got there first. On a store that checks `append(…, { after })`, a cached
+   * session is planned on as it is and the append names its last event, so it lands only on that
+   * log; "nothing to write" is never decided on the cache alone. Elsewhere every plan stands on a
+   * read made for it. A refusal of a plan made on the cache alone (a stale cache) is no lost race.
+   */
+  async #commit(
+    id: string,
+    key: SessionKey,
+    plan: (session: FoldedSession) => Batch | undefined,
+  ): Promise<void> {
+    const checked = checksAppendAfter(this.#store);
+    const cached = this.#cache.get(id);
+    let confirmed = !(checked && cached?.last !== undefined && cached.nextSeq > 0);
+    let session = confirmed ? await this.#current(id, owner(key)) : cached!;
+    for (let attempt = 0; ; ) {
+      const batch = plan(session);
+      if (batch === undefined) {
+        // Every entry is stored already (or the transcript is gone): the read in this call confirmed it.
+        if (confirmed) return;
+      } else {
+        try {
+          await this.#write(id, key, session, batch, checked);
+          return;
+        } catch (error) {
+          if (!isRace(error)) throw error;
+          if (confirmed && attempt++ >= this.#maxConflictRetries) throw error;
+        }
+      }
+      session = await this.#current(id, owner(key));
+      confirmed = true;
+    }
   }
 
   /**
@@ -204,6 +230,8 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
     const same =
       anchor?.seq === cached.nextSeq - 1 && anchor.type === EVENT.end && nonceOf(anchor) === cached.lastNonce;
     if (!same) return undefined;
+    // Kept as read: the event the next batch names as the one it follows is the store's own.
+    cached.last = anchor;
     try {
       return foldInto(cached, events.slice(1), key, id);
     } catch (error) {
@@ -227,11 +255,19 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
   }
 
   /**
-   * Appends a planned batch after `before` (the cached session, confirmed in this call), closed
-   * by an event linking it to the batch before it; then confirms that it landed on that log.
+   * Appends a planned batch after `before` (the cached session), closed by an event linking it to
+   * the batch before it. With `checked` (the store checks `after`), the append names the last
+   * event of `before`, so it lands only on that log; otherwise (`before` confirmed by a read in
+   * this call) a read after it confirms that it landed on that log.
    * @throws TidemarkError CONFLICT when another writer appended first or the log was replaced.
    */
-  async #write(id: string, key: SessionKey, before: FoldedSession, batch: Batch): Promise<void> {
+  async #write(
+    id: string,
+    key: SessionKey,
+    before: FoldedSession,
+    batch: Batch,
+    checked: boolean,
+  ): Promise<void> {
     const link: BatchLink = { nonce: newNonce(), prev: before.lastNonce };
     const planned = [...batch.events, closing(batch.listing, link)];
     const eventCount = before.nextSeq + planned.length;
@@ -249,8 +285,12 @@ export class TidemarkSessionStore implements ClaudeSessionStore {
       time,
       data: event.data,
     }));
-    await this.#store.append(id, written);
-    if (before.nextSeq !== 0) await this.#confirmLink(id, before, written.length);
+    const after = checked && before.nextSeq !== 0 ? before.last : undefined;
+    if (after !== undefined) await this.#store.append(id, written, { after });
+    else {
+      await this.#store.append(id, written);
+      if (before.nextSeq !== 0) await this.#confirmLink(id, before, written.length);
+    }
     foldInto(before, written, owner(key), id);
     if (before.nextSeq !== 0) {
       // A cache for listing: the batch's closing event holds the same state, and a listing that

@@ -58,6 +58,11 @@ export interface FoldedSession {
   nextSeq: number;
   /** The nonce of the log's last closing event (null: no log, or one written before nonces). */
   lastNonce: string | null;
+  /**
+   * The log's last event, whole, as the store holds it (read from it, or appended by this
+   * object): what the next batch is appended after. Undefined when there is no log.
+   */
+  last?: SessionEvent;
 }
 
 /** The state of a session that has no log. */
@@ -158,6 +163,7 @@ function applyBatch(
     }
   }
   if (end.type === EVENT.end) session.lastNonce = nonceOf(end);
+  session.last = end;
   session.nextSeq = end.seq + 1;
 }
 
