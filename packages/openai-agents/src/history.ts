@@ -48,6 +48,11 @@ export interface LogHead {
   lastNonce: string | null;
   /** How many items the history holds. */
   count: number;
+  /**
+   * The log's last event, whole, as read from the store: what the next batch is appended after
+   * (`append(…, { after })`). Undefined when there is no log.
+   */
+  last?: SessionEvent;
 }
 
 /** The history folded from the whole log. */
@@ -141,7 +146,9 @@ export function foldHistory(events: readonly SessionEvent[], sessionId: string):
     if (closes) history.lastNonce = nonceOf(event);
     start = i + 1;
   }
-  history.nextSeq = events.length === 0 ? 0 : events[events.length - 1]!.seq + 1;
+  const last = events[events.length - 1];
+  history.nextSeq = last === undefined ? 0 : last.seq + 1;
+  if (last !== undefined) history.last = last;
   history.count = history.items.length;
   return history;
 }

@@ -7,6 +7,7 @@ import {
   type SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
 import {
+  checksAppendAfter,
   generateId,
   isTidemarkError,
   type JsonValue,
@@ -88,9 +89,11 @@ const itemEvents = (items: readonly JsonValue[]): PlannedEvent[] =>
  * between calls, so each call sees every other host's append, pop, clear and rewrite. `getItems`
  * with a limit, `addItems` and `popItem` read only the end of the log (every batch's closing event
  * holds the item count); transactions and rewrites fold it. Every write is planned on what the same
- * call read, checked by the append's seq and by one read after it that confirms the batch follows
- * the one it was planned after (a log deleted and rewritten to the same length passes the seq
- * check); a writer that lost a race plans again, up to `maxConflictRetries` times.
+ * call read, and appended after the last event that read found: a store that checks
+ * `append(…, { after })` refuses the batch when its log no longer ends there; on one that does not,
+ * the append's seq check and one read after it confirm the batch follows the one it was planned
+ * after (a log deleted and rewritten to the same length passes the seq check). A writer that lost
+ * a race plans again, up to `maxConflictRetries` times.
  *
  * Every failure is a `TidemarkError`: INVALID for bad input (naming the field, never showing item
  * content), CONFLICT for a transaction whose precondition fails or when other writers won more
@@ -288,10 +291,20 @@ export class TidemarkSession
       }
     }
     const time = nowIso();
-    await this.#store.append(
-      this.tidemarkId,
-      planned.map((event, i) => ({ seq: head.nextSeq + i, type: event.type, time, data: event.data })),
-    );
+    const events = planned.map((event, i) => ({
+      seq: head.nextSeq + i,
+      type: event.type,
+      time,
+      data: event.data,
+    }));
+    // On a store that checks it, the append itself refuses a batch whose log no longer ends with
+    // the event this call read (another writer appended, or deleted and rewrote the session).
+    const after = head.nextSeq > 0 && checksAppendAfter(this.#store) ? head.last : undefined;
+    if (after !== undefined) {
+      await this.#store.append(this.tidemarkId, events, { after });
+      return;
+    }
+    await this.#store.append(this.tidemarkId, events);
     if (head.nextSeq > 0) await this.#confirmLink(head, planned.length);
   }
 

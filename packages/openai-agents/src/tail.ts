@@ -56,7 +56,7 @@ export function tailOf(events: readonly SessionEvent[], limit: number): LogTail 
   }
   if (count === undefined || found.size < want) return whole ? 'fold' : 'read more';
   const items = Array.from({ length: want }, (_, i) => found.get(count! - want + i)!);
-  return { nextSeq: last.seq + 1, lastNonce: nonceOf(last), count, items };
+  return { nextSeq: last.seq + 1, lastNonce: nonceOf(last), count, items, last };
 }
 
 /**
