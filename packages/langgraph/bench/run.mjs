@@ -32,8 +32,12 @@
 // commit, built): that build's TidemarkSaver runs in the same rounds, on SQLite and JSONL, as
 // contenders "<label> sqlite" / "<label> jsonl", so that before and after meet the same machine
 // load. Goals are checked for this build only; the once-per-run extras skip the earlier builds.
+// By default an earlier build's saver runs on this build's stores; BENCH_BEFORE_STORES=own opens
+// it on that build's own @tidemark/sqlite and @tidemark/jsonl (resolved from its dist path), so
+// that before and after compare saver and stores together.
 
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -161,14 +165,17 @@ function bytesUnder(path) {
 /** The savers compared: each `open(dir)` gives a saver and how to close what it opened. */
 const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
 
-/** The tidemark contenders of one build of TidemarkSaver, named `<label> sqlite` and `<label> jsonl`. */
-function tidemarkContenders(label, Saver, before = false) {
+/**
+ * The tidemark contenders of one build of TidemarkSaver, named `<label> sqlite` and `<label> jsonl`,
+ * on `stores` (this build's by default).
+ */
+function tidemarkContenders(label, Saver, before = false, stores = { openSqliteStore, openJsonlStore }) {
   return [
     {
       name: `${label} sqlite`,
       before,
       async open(dir) {
-        const store = await openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
+        const store = await stores.openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
         return {
           saver: new Saver(store),
           mode: 'relaxed: WAL, synchronous=NORMAL',
@@ -180,7 +187,7 @@ function tidemarkContenders(label, Saver, before = false) {
       name: `${label} jsonl`,
       before,
       async open(dir) {
-        const store = await openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
+        const store = await stores.openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
         return {
           saver: new Saver(store),
           mode: 'relaxed: appends not fdatasynced',
@@ -196,7 +203,16 @@ for (const entry of (process.env.BENCH_BEFORE ?? '').split(',').filter(Boolean))
   const cut = entry.indexOf('=');
   const [label, path] = cut > 0 ? [entry.slice(0, cut), entry.slice(cut + 1)] : ['before', entry];
   const { TidemarkSaver: Saver } = await import(pathToFileURL(path).href);
-  BEFORE.push(...tidemarkContenders(label, Saver, true));
+  let stores;
+  if (process.env.BENCH_BEFORE_STORES === 'own') {
+    // The stores that build's package depends on, as its own node_modules resolve them.
+    const resolve = createRequire(pathToFileURL(path)).resolve;
+    const [{ openSqliteStore }, { openJsonlStore }] = await Promise.all(
+      ['@tidemark/sqlite', '@tidemark/jsonl'].map((name) => import(pathToFileURL(resolve(name)).href)),
+    );
+    stores = { openSqliteStore, openJsonlStore };
+  }
+  BEFORE.push(...tidemarkContenders(label, Saver, true, stores));
 }
 
 const CONTENDERS = [
@@ -429,6 +445,7 @@ try {
           LIST_LIMIT,
         },
         modes: Object.fromEntries(CONTENDERS.map((c) => [c.name, perRound[c.name][0].mode])),
+        beforeStores: process.env.BENCH_BEFORE_STORES === 'own' ? 'own' : 'this build',
         medians,
         extra,
         goals,
