@@ -1,8 +1,10 @@
 // Appending: the first batch of a session publishes its log (header and batch in one new file),
 // every later batch goes through the session's writer. The reservation of a first batch is the
-// store's (core's `Reservations`); the base class ends it once an append lands.
+// store's (core's `Reservations`); the base class ends it once an append lands. `after` (append's
+// option) is checked here, by the writer under its lock, right before its write (see after.ts).
 import {
   assertSameEvents,
+  assertStoredAfter,
   errors,
   nowIso,
   type PreparedEvent,
@@ -11,6 +13,7 @@ import {
   type SessionEvent,
   toIoError,
 } from '@tidemark/core';
+import { assertAfterIsLast, knownLast, lastDecoded, lastWritten, placeOfAfter } from './after.js';
 import { assertRealBucket, ensureRoot, logInBuckets } from './catalog.js';
 import type { StoreContext, Writer } from './context.js';
 import { io, ioOrAbsent, quietly } from './errors.js';
@@ -18,6 +21,7 @@ import { ensureDir, publishFile, writeAll } from './files.js';
 import { encodeBatch, encodeHeader, FORMAT_VERSION } from './format.js';
 import { bucketOf, type SessionPaths, sessionPaths } from './layout.js';
 import type { HeldLock } from './lock.js';
+import { readLastLineEvent } from './read-last.js';
 import { readEvents } from './reader.js';
 import { SIDECAR_REFRESH_BYTES, SummaryFolder, writeSidecar } from './summary.js';
 import { advanceWriter, frameBatch, refreshSidecar, reopenHandle, rollback, writeFramed } from './writer.js';
@@ -25,17 +29,22 @@ import { ensureWriter, lockSession, openWriter, openWriterOf, register, retireWr
 
 /**
  * Appends a validated batch to session `id` (in its queue): through its writer when it has a log,
- * else as the first batch of `reservation`; NOT_FOUND without either.
+ * else as the first batch of `reservation`; NOT_FOUND without either. With `after` (validated by
+ * the base class to end right before the batch), CONFLICT and nothing written unless the stored
+ * event at `after.seq` is `after`.
  */
 export async function appendToSession(
   ctx: StoreContext,
   id: string,
   batch: readonly PreparedEvent[],
   reservation: Reservation | undefined,
+  after?: PreparedEvent,
 ): Promise<{ nextSeq: number }> {
   const writer = openWriterOf(ctx, id) ?? (await ensureWriter(ctx, id));
-  if (writer !== undefined) return appendTo(ctx, writer, batch);
+  if (writer !== undefined) return appendTo(ctx, writer, batch, after);
   if (reservation === undefined) throw errors.notFound(id);
+  // A session not yet written holds no event to append after (and `after` never precedes seq 0).
+  if (after !== undefined) assertStoredAfter(id, undefined, after);
   return publishFirst(ctx, id, reservation, batch);
 }
 
@@ -87,6 +96,7 @@ async function publishFirst(
       lock,
       size: bytes.length,
       nextSeq: last + 1,
+      last: lastWritten(bytes.length, batch),
       lastAtMs: Date.parse(at),
       sidecarSize: -1,
       unsynced: false,
@@ -173,19 +183,29 @@ async function appendToPublished(
 }
 
 /**
- * Later batches: idempotent retry check, then one write (see writeFramed). A failed write is
- * rolled back; when even that fails the writer is dropped, and the next use rescans the log.
+ * Later batches: the check of `after`, the idempotent retry check, then one write (see
+ * writeFramed). A failed write is rolled back; when even that fails the writer is dropped, and the
+ * next use rescans the log.
  */
 async function appendTo(
   ctx: StoreContext,
   writer: Writer,
   batch: readonly PreparedEvent[],
+  after?: PreparedEvent,
 ): Promise<{ nextSeq: number }> {
   const id = writer.id;
+  // Before the seq rules, as the reference model checks it: a batch past the end is CONFLICT
+  // either way, one planned on another log's end says so.
+  const place = after === undefined ? undefined : placeOfAfter(after, writer.nextSeq);
+  if (place === 'past-end') assertStoredAfter(id, undefined, after!);
+  else if (place === 'last') await assertAfterIsLastOf(ctx, writer, after!);
   const plan = planAppend(id, writer.nextSeq, batch);
   if (plan.kind === 'compare') {
+    // A retry of stored events; `after` is then an earlier stored event, read along with them.
+    const from = place === 'inside' ? after!.event.seq : plan.fromSeq;
     const stored: SessionEvent[] = [];
-    for await (const event of readEvents(ctx, id, plan.fromSeq, plan.toSeq)) stored.push(event);
+    for await (const event of readEvents(ctx, id, from, plan.toSeq)) stored.push(event);
+    if (place === 'inside') assertStoredAfter(id, stored.shift(), after!);
     assertSameEvents(id, stored, batch);
     return { nextSeq: writer.nextSeq };
   }
@@ -199,9 +219,31 @@ async function appendTo(
     throw toIoError(error, `appending to ${writer.paths.log}`, id);
   }
   advanceWriter(writer, framed, sync);
+  writer.last = lastWritten(writer.size, batch);
   writer.usedAt = performance.now(); // idle from the end of an append, however long it took
   if (sync && writer.size - writer.sidecarSize > SIDECAR_REFRESH_BYTES) {
     await quietly(() => refreshSidecar(ctx, writer));
   }
   return { nextSeq: writer.nextSeq };
+}
+
+/**
+ * `after` names the log's last event: checked against what the writer knows of it (nothing read:
+ * see after.ts), else against its last line, read on the writer's descriptor (it took the lock
+ * again after an idle release, a tail cut changed the log's end, or the event was too large to
+ * keep), else against the whole-log reader's event at that seq (a last line the quick read cannot
+ * vouch for, such as one over its bound). Under the lock all the same: no other writer can change
+ * the log before this append's write. A line read is kept (when small), for the next check.
+ */
+async function assertAfterIsLastOf(ctx: StoreContext, writer: Writer, after: PreparedEvent): Promise<void> {
+  const known = knownLast(writer.last, writer.size);
+  if (known !== undefined) return assertAfterIsLast(writer.id, known, after);
+  const { id, size } = writer;
+  const seq = after.event.seq;
+  if (writer.handle === undefined) await reopenHandle(ctx, writer);
+  const line = await readLastLineEvent(writer.paths.log, id, writer.handle!, size, seq);
+  let stored = line?.event;
+  if (line !== undefined) writer.last = lastDecoded(size, line.event, line.lineBytes);
+  else for await (const event of readEvents(ctx, id, seq, seq)) stored ??= event;
+  assertStoredAfter(id, stored, after);
 }

@@ -14,6 +14,7 @@ import {
   type ResolvedStoreOptions,
   type StoreOptions,
 } from '@tidemark/core';
+import type { LastEvent } from './after.js';
 import type { CatalogState } from './catalog-index.js';
 import { defaultRoot, type SessionPaths } from './layout.js';
 import type { HeldLock } from './lock.js';
@@ -70,6 +71,12 @@ export interface Writer {
   /** Length of the log: everything before it is committed. */
   size: number;
   nextSeq: number;
+  /**
+   * The log's last event when this writer knows it without a read (it wrote it, its opening scan
+   * or an earlier check decoded it), for append's check of `after`; undefined when it does not
+   * (it took the lock again, a tail cut changed the log's end, the event is too large to keep).
+   */
+  last: LastEvent | undefined;
   /** `at` of the last batch (or `updatedAt` of the last update) in ms: appends record a later time. */
   lastAtMs: number;
   /** `logSize` of the sidecar on disk, -1 when unknown. */

@@ -5,7 +5,8 @@
 // torn or damaged tail, a log of format 1, whose lines do not say where their batch starts, a log
 // changing under the read, more bytes than the bound) is left to the full stream (reader.ts), which
 // knows how to judge it. So the answer is always the one the full stream gives for a clean log.
-import type { SessionEvent } from '@tidemark/core';
+import type { FileHandlePort, SessionEvent } from '@tidemark/core';
+import { closingEventOfLastLine } from './after.js';
 import { locate } from './catalog.js';
 import type { StoreContext } from './context.js';
 import { io, ioOrAbsent, quietly } from './errors.js';
@@ -35,6 +36,38 @@ async function readAt(path: string, id: string, handle: Handle, from: number, to
 }
 
 type Handle = Awaited<ReturnType<StoreContext['fs']['open']>>;
+
+/** Bytes of the first read back from the end for the last line alone: most lines are far shorter. */
+const LAST_LINE_FIRST_BYTES = 4 * 1024;
+
+/**
+ * The event on the line that ends the log at `size`, read backwards from there on `handle` (a
+ * writer's own descriptor, its lock held: the log the next batch goes to), when that line is the
+ * closing line of the batch ending at `seq` (with the line's length); undefined when it is not, or
+ * longer than the bound (the caller then asks the whole-log reader). For append's check of `after`
+ * by a writer that does not know its last event: it took the lock again after an idle release.
+ */
+export async function readLastLineEvent(
+  path: string,
+  id: string,
+  handle: FileHandlePort,
+  size: number,
+  seq: number,
+): Promise<{ event: SessionEvent; lineBytes: number } | undefined> {
+  let from = size;
+  let bytes = Buffer.alloc(0);
+  for (let step = LAST_LINE_FIRST_BYTES; from > 0 && size - from < MAX_HELD_BYTES; ) {
+    const start = Math.max(0, from - step);
+    step = Math.min(2 * step, MAX_STEP_BYTES);
+    const more = await readAt(path, id, handle, start, from);
+    if (more.length !== from - start) return undefined; // shorter than the writer knows it
+    bytes = bytes.length === 0 ? more : Buffer.concat([more, bytes]);
+    from = start;
+    const found = closingEventOfLastLine(bytes, from === 0, seq);
+    if (found !== 'more') return found;
+  }
+  return undefined;
+}
 
 /**
  * The events of `fromSeq..` that are among the last `last` of the log, in order, or undefined when

@@ -3,6 +3,7 @@
 // every case the bytes removed go to quarantine first (files.ts), then the log is shortened, so a
 // repair destroys nothing. Acquiring the writer and its lock is the caller's (writers.ts).
 import { commitStateOf, type FileHandlePort, summaryAfterCut } from '@tidemark/core';
+import { type LastEvent, lastDecoded } from './after.js';
 import type { StoreContext, TornRepair, Writer } from './context.js';
 import { foreignLog, io, problemError, quietly } from './errors.js';
 import { publishFile, quarantineRange, scanHandle, writeAll } from './files.js';
@@ -14,7 +15,10 @@ import { committedSizeOf, readSidecar, scanFolding, settledAgainstSidecar, write
 import { reopenHandle } from './writer.js';
 
 /** What a writer knows of a log it opened and recovered. */
-export type RecoveredLog = Pick<Writer, 'size' | 'nextSeq' | 'lastAtMs' | 'sidecarSize' | 'repaired'>;
+export type RecoveredLog = Pick<
+  Writer,
+  'size' | 'nextSeq' | 'last' | 'lastAtMs' | 'sidecarSize' | 'repaired'
+>;
 
 /**
  * Scans the log open on `handle` (its lock held) and makes it fit for appending: CORRUPT or a
@@ -29,8 +33,10 @@ export async function recoverOpenedLog(
 ): Promise<RecoveredLog> {
   const sidecar = await readSidecar(ctx, paths, id);
   let lastAt: string | undefined;
+  let lastBatch: ScanBatch | undefined;
   const { header, end, folder } = await scanFolding(ctx, handle, paths, id, sidecar, (batch) => {
     lastAt = batch.at;
+    lastBatch = batch;
   });
   if (end.problem !== undefined) throw problemError(end.problem, paths.log, id);
   if (header !== undefined && header.meta.id !== id) throw foreignLog(paths.log, id, header.meta.id);
@@ -51,6 +57,7 @@ export async function recoverOpenedLog(
   const recovered: RecoveredLog = {
     size: end.committedBytes,
     nextSeq: end.nextSeq,
+    last: lastOfScan(lastBatch, end.committedBytes),
     lastAtMs: Math.max(Date.parse(summary.updatedAt), Date.parse(lastAt ?? summary.updatedAt)),
     sidecarSize: sidecar?.logSize ?? -1,
     repaired,
@@ -63,6 +70,17 @@ export async function recoverOpenedLog(
     recovered.sidecarSize = recovered.size;
   }
   return recovered;
+}
+
+/**
+ * The scan's last committed batch holds the log's last event when it ends where the log now ends
+ * (also when a torn tail after it was just cut off): kept, so that a first append with `after`
+ * reads nothing more.
+ */
+function lastOfScan(batch: ScanBatch | undefined, committedBytes: number): LastEvent | undefined {
+  if (batch === undefined || batch.endOffset !== committedBytes) return undefined;
+  const event = batch.events[batch.events.length - 1]!;
+  return lastDecoded(committedBytes, event, batch.endOffset - batch.offset);
 }
 
 /** An interrupted tail set aside, about to be cut off the log (see {@link prepareCut}). */

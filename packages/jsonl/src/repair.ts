@@ -118,6 +118,7 @@ export async function cutTail(ctx: StoreContext, writer: Writer): Promise<CutPla
   }
   writer.size = plan.newSize;
   writer.nextSeq = plan.firstCut;
+  writer.last = undefined; // another event ends the log now; read if an append asks for it
   writer.sidecarSize = plan.newSize;
   return plan;
 }

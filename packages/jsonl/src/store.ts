@@ -52,6 +52,8 @@ export class JsonlStore extends SessionStoreBase {
   /** The store root. */
   readonly root: string;
   protected readonly formatVersion = FORMAT_VERSION;
+  /** `append(…, { after })` is checked by the session's writer, under its lock (append.ts). */
+  protected override readonly storageChecksAfter = true;
   private readonly ctx: StoreContext;
 
   /** @throws TidemarkError INVALID for an invalid shared option (durability, boundaryTypes, limits) or an unknown option name. */
@@ -80,12 +82,17 @@ export class JsonlStore extends SessionStoreBase {
     return (await locate(this.ctx, id)) !== undefined;
   }
 
+  /**
+   * Receives `after` (storageChecksAfter): the session's writer checks it under its lock, from what
+   * it knows of the log's last event, so the check costs no read in the common case (append.ts).
+   */
   protected storageAppend(
     id: string,
     batch: readonly PreparedEvent[],
     reservation: Reservation | undefined,
+    after?: PreparedEvent,
   ): Promise<AppendResult> {
-    return appendToSession(this.ctx, id, batch, reservation);
+    return appendToSession(this.ctx, id, batch, reservation, after);
   }
 
   protected storageLoad(id: string, tail: TailPolicy): Promise<LoadedSession> {

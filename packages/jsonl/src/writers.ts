@@ -225,6 +225,9 @@ async function resumeParked(
         lock,
         size: parked.size,
         nextSeq: parked.nextSeq,
+        // The lock was taken again, and the log was checked by its last bytes only: its last
+        // event is read (one line) if an append with `after` asks for it.
+        last: undefined,
         // An update by another writer meanwhile moved updatedAt: appends record a later time.
         lastAtMs: Math.max(parked.lastAtMs, Date.parse(sidecar.summary.updatedAt) || 0),
         sidecarSize: sidecar.logSize,
