@@ -5,6 +5,7 @@
 // checked in the snapshot of the statement that writes, so no other host's delete and rewrite
 // can come between the check and the write.
 import {
+  assertStoredAfter,
   dataJsonOf,
   errors,
   type PreparedEvent,
@@ -14,6 +15,7 @@ import {
 import type { Connections } from './db.js';
 import type { PgErrorContext } from './errors.js';
 import {
+  decodeEventRow,
   type EncodedEvent,
   type EventRow,
   encodeText,
@@ -122,6 +124,29 @@ function eventParameters(encoded: readonly EncodedEvent[], scalar: boolean): unk
     encoded.map((e) => e.data),
     encoded.map((e) => e.checksum),
   ];
+}
+
+/**
+ * The stored head and the event at after.seq, from one snapshot: CONFLICT (core's message) when
+ * that event is not `after` (also for a reserved session, which holds none), NOT_FOUND when the
+ * session is neither stored nor reserved. Else the head, and the stored row's texts as what the
+ * claim must find there.
+ */
+export async function judgeHeadAfter(
+  db: Connections,
+  sql: Statements,
+  id: string,
+  after: PreparedEvent,
+  reservation: Reservation | undefined,
+): Promise<{ head: Head; afterRow: AfterRow }> {
+  const seq = after.event.seq;
+  const { head, stored } = await readHeadAfter(db, sql, id, seq);
+  if (head === undefined && reservation === undefined) throw errors.notFound(id);
+  assertStoredAfter(id, stored === undefined ? undefined : decodeEventRow(id, stored, seq), after);
+  // A stored event, so a stored row (readHeadAfter refuses events without one). Decoded, so its
+  // columns are text: `after` as this row stores it.
+  const [, type, time, data] = stored as string[];
+  return { head: head!, afterRow: { seq, type: type!, time: time!, data: data! } };
 }
 
 /** The first batch: session row and events in one statement; false when the row existed. */

@@ -41,7 +41,7 @@ import {
   type ValidListQuery,
   type VerifyReport,
 } from '@tidemark/core';
-import { type AfterRow, afterRowOf, type Head, insertFirst, readHead, readHeadAfter } from './append.js';
+import { afterRowOf, type Head, insertFirst, judgeHeadAfter, readHead } from './append.js';
 import type { Connections, Session } from './db.js';
 import { isUniqueViolation, mapPgError } from './errors.js';
 import { AdvanceGroups } from './group-commit.js';
@@ -49,7 +49,6 @@ import { cutTail, repairSession, verifyAll, verifySession } from './maintenance.
 import { POSTGRES_OPTION_NAMES, type PostgresStoreOptions } from './options.js';
 import { type PageSource, readPaged } from './read.js';
 import {
-  decodeEventRow,
   decodeEventRows,
   type EventRow,
   encodeEvent,
@@ -148,7 +147,7 @@ export class PostgresStore extends SessionStoreBase {
         let head = cached;
         if (head === undefined) {
           if (after === undefined) head = await readHead(this.#db, this.#sql, id);
-          else ({ head, afterRow } = await this.headAfter(id, after, reservation));
+          else ({ head, afterRow } = await judgeHeadAfter(this.#db, this.#sql, id, after, reservation));
         }
         if (head === undefined) {
           // Never with `after` (headAfter answered): a session without a row holds no event.
@@ -174,14 +173,8 @@ export class PostgresStore extends SessionStoreBase {
             this.#heads.delete(id);
             continue; // judge a retry against the stored head, not a remembered one
           }
-          // From after.seq with `after`: the retry and the event before it, in one snapshot.
-          const from = after === undefined ? plan.fromSeq : after.event.seq;
-          const stored = await this.readRange(id, from, plan.toSeq, context);
-          if (stored.length === plan.toSeq - from + 1) {
-            if (after !== undefined) assertStoredAfter(id, stored.shift(), after);
-            assertSameEvents(id, stored, batch);
+          if (await this.isStoredRetry(id, plan, batch, after, context))
             return { nextSeq: head.summary.eventCount };
-          }
           continue; // the tail was cut meanwhile
         }
         const summary = summaryAfterAppend(
@@ -216,24 +209,23 @@ export class PostgresStore extends SessionStoreBase {
   }
 
   /**
-   * The stored head and the event at after.seq, from one snapshot: CONFLICT (core's message) when
-   * that event is not `after` (also for a reserved session, which holds none), NOT_FOUND when the
-   * session is neither stored nor reserved. Else the head, and the stored row's texts as what the
-   * claim must find there.
+   * Judges a batch whose seqs are all stored: true when it is an idempotent retry (and, with
+   * `after`, the event before it is `after`), read from after.seq in one snapshot; CONFLICT when
+   * different; false when the tail was cut meanwhile (the caller reads the head again).
    */
-  private async headAfter(
+  private async isStoredRetry(
     id: string,
-    after: PreparedEvent,
-    reservation: Reservation | undefined,
-  ): Promise<{ head: Head; afterRow: AfterRow }> {
-    const seq = after.event.seq;
-    const { head, stored } = await readHeadAfter(this.#db, this.#sql, id, seq);
-    if (head === undefined && reservation === undefined) throw errors.notFound(id);
-    assertStoredAfter(id, stored === undefined ? undefined : decodeEventRow(id, stored, seq), after);
-    // A stored event, so a stored row (readHeadAfter refuses events without one). Decoded, so its
-    // columns are text: `after` as this row stores it.
-    const [, type, time, data] = stored as string[];
-    return { head: head!, afterRow: { seq, type: type!, time: time!, data: data! } };
+    plan: { fromSeq: number; toSeq: number },
+    batch: readonly PreparedEvent[],
+    after: PreparedEvent | undefined,
+    context: ReturnType<Connections['context']>,
+  ): Promise<boolean> {
+    const from = after === undefined ? plan.fromSeq : after.event.seq;
+    const stored = await this.readRange(id, from, plan.toSeq, context);
+    if (stored.length !== plan.toSeq - from + 1) return false;
+    if (after !== undefined) assertStoredAfter(id, stored.shift(), after);
+    assertSameEvents(id, stored, batch);
+    return true;
   }
 
   private firstSummary(reservation: Reservation, batch: readonly PreparedEvent[]): SessionSummary {
