@@ -6,7 +6,9 @@
 // batch, so the pointers are never ahead of or behind the log they are in. While a namespace is
 // one chain, each checkpoint also names the one before it and that one's writes (`prev`, `pw`),
 // and the boundary says which namespaces still are (`chain`), so that a new process lists the
-// newest checkpoints by walking back. Pure: no I/O.
+// newest checkpoints by walking back. A put batch also carries copies of the checkpoint's small
+// values put in earlier batches, which its `at` names, so that those are read with the log's last
+// events too (see CARRY_BUDGET). Pure: no I/O.
 import type { BlobRecord, CheckpointRecord, LatestIndex, ThreadRecord } from './records.js';
 import type { ThreadState } from './thread-state.js';
 import { storedLengthAtMost } from './values.js';

@@ -1,8 +1,9 @@
 // A new process's read of a thread's newest checkpoints without folding the thread: the log's last
 // event (a boundary naming, per namespace, the event of the latest checkpoint), that checkpoint's
-// event and the events of its channel values, then the events after it (its pending writes); for
-// `list` with a limit, the checkpoints before it by their `prev` pointers. A few indexed lookups
-// on SQLite and PostgreSQL, however long the thread. Whenever a pointer is missing (a log written
+// event and the events of its channel values (those put before it mostly as copies in its own
+// batch), then the events after it (its pending writes); for `list` with a limit, the checkpoints
+// before it by their `prev` pointers. Mostly one indexed lookup on SQLite and PostgreSQL (a few
+// when large values lie further back), however long the thread. Whenever a pointer is missing (a log written
 // before the pointers existed, another writer's events, a hashed thread id whose owner must be
 // checked, a namespace that is not one chain) the answer is `undefined` and the caller folds the
 // thread as before.
