@@ -5,7 +5,12 @@
 //   node bench/cold-focus.mjs   (after a build)
 //   FOCUS_ROUNDS: rounds (default 200).
 //   FOCUS_DIST: another build's langgraph dist/index.js, run as "before" in the same rounds, on
-//   the sqlite package beside it when there is one (a checkout of an earlier commit, built).
+//   the sqlite package beside it when there is one (a checkout of an earlier commit, built); it
+//   reads the thread this build wrote.
+//   FOCUS_LISTS=1: before each getTuple, the same saver's cold list of the whole thread and one
+//   with a limit of 10, each on its own new saver, as in run.mjs's rounds, where each cold getTuple
+//   follows the lists of the one before. That leaves the process's caches and heap as run.mjs
+//   meets them: the ratio comes out higher than without.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -80,6 +85,16 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (let i = 0; i < contenders.length; i++) {
       const c = contenders[(i + r) % contenders.length];
+      if (process.env.FOCUS_LISTS === '1') {
+        for (const limit of [undefined, 10]) {
+          const l = await c.open();
+          let count = 0;
+          const ns = { configurable: { ...config.configurable, checkpoint_ns: '' } };
+          for await (const _ of l.saver.list(ns, limit === undefined ? {} : { limit })) count++;
+          if (count !== (limit ?? CHECKPOINTS)) throw new Error(`${c.name}: list gave ${count}`);
+          await l.close();
+        }
+      }
       const o = await c.open();
       const t = performance.now();
       const tuple = await o.saver.getTuple(config);
