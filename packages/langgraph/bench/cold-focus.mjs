@@ -5,7 +5,13 @@
 //   node bench/cold-focus.mjs   (after a build)
 //   FOCUS_ROUNDS: rounds (default 200).
 //   FOCUS_DIST: another build's langgraph dist/index.js, run as "before" in the same rounds, on
-//   the sqlite package beside it when there is one (a checkout of an earlier commit, built).
+//   the sqlite package beside it when there is one (a checkout of an earlier commit, built); it
+//   reads the thread this build wrote, or with FOCUS_OWN=1 a thread it wrote itself (in its own
+//   stored format).
+//   FOCUS_LISTS=1: before each getTuple, the same saver's cold list of the whole thread and one
+//   with a limit of 10, each on its own new saver, as in run.mjs's rounds, where each cold getTuple
+//   follows the lists of the one before. That leaves the process's caches and heap as run.mjs
+//   meets them: the ratio comes out higher than without.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,17 +67,20 @@ if (process.env.FOCUS_DIST) {
   contenders.push({
     name: 'before',
     open: async () => {
-      const store = await openBefore({ path: join(work, 'store.db'), ...RELAXED });
+      const file = process.env.FOCUS_OWN === '1' ? 'before.db' : 'store.db';
+      const store = await openBefore({ path: join(work, file), ...RELAXED });
       return { saver: new Before(store), close: () => store.close() };
     },
   });
 }
+// The savers that write a thread of their own.
+const writers = process.env.FOCUS_OWN === '1' ? contenders : contenders.slice(0, 2);
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 try {
-  for (const c of contenders.slice(0, 2)) {
+  for (const c of writers) {
     const o = await c.open();
     await graph(o.saver).invoke({}, { ...config, recursionLimit: CHECKPOINTS + 10, durability: 'sync' });
     await o.close();
@@ -80,6 +89,16 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (let i = 0; i < contenders.length; i++) {
       const c = contenders[(i + r) % contenders.length];
+      if (process.env.FOCUS_LISTS === '1') {
+        for (const limit of [undefined, 10]) {
+          const l = await c.open();
+          let count = 0;
+          const ns = { configurable: { ...config.configurable, checkpoint_ns: '' } };
+          for await (const _ of l.saver.list(ns, limit === undefined ? {} : { limit })) count++;
+          if (count !== (limit ?? CHECKPOINTS)) throw new Error(`${c.name}: list gave ${count}`);
+          await l.close();
+        }
+      }
       const o = await c.open();
       const t = performance.now();
       const tuple = await o.saver.getTuple(config);

@@ -6,9 +6,23 @@
 // batch, so the pointers are never ahead of or behind the log they are in. While a namespace is
 // one chain, each checkpoint also names the one before it and that one's writes (`prev`, `pw`),
 // and the boundary says which namespaces still are (`chain`), so that a new process lists the
-// newest checkpoints by walking back. Pure: no I/O.
-import type { CheckpointRecord, LatestIndex, ThreadRecord } from './records.js';
+// newest checkpoints by walking back. A put batch also carries copies of the checkpoint's small
+// values put in earlier batches, which its `at` names, so that those are read with the log's last
+// events too (see CARRY_BUDGET). Pure: no I/O.
+import type { BlobRecord, CheckpointRecord, LatestIndex, ThreadRecord } from './records.js';
 import type { ThreadState } from './thread-state.js';
+import { storedLengthAtMost } from './values.js';
+
+/**
+ * Characters of stored values (their JSON) that a put batch stores again at most: copies of small
+ * values of its checkpoint put in earlier batches, so that a new process reads the checkpoint from
+ * the log's last events alone instead of looking each such value up by its seq (a second lookup
+ * costs a cold read about what reading and parsing several KiB more in the first does). A copy
+ * is a blob of the same version and value, which a fold ignores (the first stays the one kept);
+ * the checkpoint's `at` names the copy. Kept under SQLite's in-row payload of a WITHOUT ROWID row
+ * (about 1,000 bytes), so a copy never takes an overflow page of its own.
+ */
+const CARRY_BUDGET = 768;
 
 /** `records` (the batch, boundary last) with their pointers, for a batch stored from `firstSeq` on. */
 export function indexBatch(
@@ -18,13 +32,16 @@ export function indexBatch(
 ): ThreadRecord[] {
   const closing = records[records.length - 1];
   const key = closing?.kind === 'boundary' ? blobKey(closing.batch) : undefined;
-  const keyed = records.map((record): ThreadRecord => {
+  const copies = new Set<BlobRecord>();
+  const keyed = withCopies(state, records, copies).map((record): ThreadRecord => {
     if (record.kind !== 'blob' || record.blob.value === undefined || key === undefined) return record;
-    return { kind: 'blob', blob: { ...record.blob, k: key } };
+    const blob = { ...record.blob, k: key };
+    if (copies.has(record.blob)) copies.add(blob);
+    return { kind: 'blob', blob };
   });
   const indexed = keyed.map((record, i): ThreadRecord => {
     if (record.kind !== 'checkpoint') return record;
-    const pointed = pointCheckpoint(state, keyed, firstSeq, record.checkpoint, i);
+    const pointed = pointCheckpoint(state, keyed, copies, firstSeq, record.checkpoint, i);
     return { kind: 'checkpoint', checkpoint: linkCheckpoint(state, keyed, pointed, i) };
   });
   const last = indexed[indexed.length - 1];
@@ -35,6 +52,42 @@ export function indexBatch(
     indexed[indexed.length - 1] = chain.length > 0 ? { ...last, latest, chain } : { ...last, latest };
   }
   return indexed;
+}
+
+/**
+ * `records` with, before each checkpoint record, copies of the small values (at most
+ * {@link CARRY_BUDGET} characters in all, in channel order) of its channels whose blob was stored
+ * in an earlier batch; each copy is added to `copies` (it takes the batch's key like any blob).
+ */
+function withCopies(
+  state: ThreadState,
+  records: readonly ThreadRecord[],
+  copies: Set<BlobRecord>,
+): ThreadRecord[] {
+  if (!records.some((record) => record.kind === 'checkpoint')) return [...records];
+  const out: ThreadRecord[] = [];
+  for (const record of records) {
+    if (record.kind === 'checkpoint') {
+      const { ns, vers, refs } = record.checkpoint;
+      let budget = CARRY_BUDGET;
+      for (const [ch, ver] of Object.entries(vers)) {
+        const owner = refs?.[ch];
+        const stored = state.blob(ns, ch, ver, owner);
+        if (stored?.value === undefined || state.seqOf(stored) === undefined) continue;
+        // Put in this batch already (a value the saver stores again is not its to copy).
+        if (out.some((r) => r.kind === 'blob' && r.blob.ns === ns && r.blob.ch === ch && r.blob.ver === ver))
+          continue;
+        const length = storedLengthAtMost(stored.value, budget);
+        if (length === undefined) continue;
+        budget -= length;
+        const { k: _k, ...copy } = stored;
+        copies.add(copy);
+        out.push({ kind: 'blob', blob: copy });
+      }
+    }
+    out.push(record);
+  }
+  return out;
 }
 
 /** The `k` of a batch's blobs: 48 random bits of its batch id (a random UUID). */
@@ -88,6 +141,7 @@ function chainAfter(state: ThreadState, batch: readonly ThreadRecord[], ns: stri
 function pointCheckpoint(
   state: ThreadState,
   batch: readonly ThreadRecord[],
+  copies: ReadonlySet<BlobRecord>,
   firstSeq: number,
   checkpoint: CheckpointRecord,
   position: number,
@@ -105,7 +159,7 @@ function pointCheckpoint(
         r.blob.ch === ch &&
         r.blob.ver === ver &&
         r.blob.owner === owner &&
-        state.blob(ns, ch, ver, owner) === undefined,
+        (state.blob(ns, ch, ver, owner) === undefined || copies.has(r.blob)),
     );
     if (inBatch >= 0) {
       const found = batch[inBatch];

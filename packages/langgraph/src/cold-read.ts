@@ -1,15 +1,17 @@
 // A new process's read of a thread's newest checkpoints without folding the thread: the log's last
 // event (a boundary naming, per namespace, the event of the latest checkpoint), that checkpoint's
-// event and the events of its channel values, then the events after it (its pending writes); for
-// `list` with a limit, the checkpoints before it by their `prev` pointers. A few indexed lookups
-// on SQLite and PostgreSQL, however long the thread. Whenever a pointer is missing (a log written
+// event and the events of its channel values (those put before it mostly as copies in its own
+// batch), then the events after it (its pending writes); for `list` with a limit, the checkpoints
+// before it by their `prev` pointers. Mostly one indexed lookup on SQLite and PostgreSQL (a few
+// when large values lie further back), however long the thread. Whenever a pointer is missing (a log written
 // before the pointers existed, another writer's events, a hashed thread id whose owner must be
 // checked, a namespace that is not one chain) the answer is `undefined` and the caller folds the
 // thread as before.
 import type { SessionEvent, SessionStore } from '@tidemark/core';
 import { ColdLog } from './cold-log.js';
-import type { CheckpointRecord, ThreadRecord } from './records.js';
+import type { BlobRecord, CheckpointRecord, ThreadRecord } from './records.js';
 import { ThreadState } from './thread-state.js';
+import { sameSerialized } from './values.js';
 
 export { lastEvent } from './cold-log.js';
 
@@ -155,14 +157,33 @@ async function applyCheckpoint(
   // Each pointed value must be the one the checkpoint names (a log rewritten between the lookups
   // would point elsewhere, or hold another value there): else fold.
   for (const [ch, seq] of Object.entries(valueAt)) {
-    const blob = state.channelBlob(ns, record, ch);
-    if (blob === undefined || state.seqOf(blob) !== seq) return undefined;
+    const kept = state.channelBlob(ns, record, ch);
+    if (kept === undefined) return undefined;
+    // A newer checkpoint's copy of the same version may have been applied first (a walk back;
+    // see CARRY_BUDGET in batch-index.ts): the blob named here must then be a copy of it.
+    const blob = state.seqOf(kept) === seq ? kept : copyAt(log, seq, kept);
+    if (blob === undefined) return undefined;
     const key = record.ak?.[ch];
     if (key !== undefined && blob.k !== key) return undefined;
     if (key === undefined && log.isLoose(seq)) check.unvouched = true;
   }
   for (const seq of record.wat ?? []) if (log.isLoose(seq)) check.unvouched = true;
   return record;
+}
+
+/** The blob at `seq` when it holds the same version and value as `kept`, else `undefined`. */
+function copyAt(log: ColdLog, seq: number, kept: BlobRecord): BlobRecord | undefined {
+  const event = log.get(seq);
+  const found = event === undefined ? undefined : log.record(event);
+  if (found?.kind !== 'blob') return undefined;
+  const { blob } = found;
+  const same =
+    blob.ns === kept.ns &&
+    blob.ch === kept.ch &&
+    blob.ver === kept.ver &&
+    blob.owner === kept.owner &&
+    sameSerialized(blob.value, kept.value);
+  return same ? blob : undefined;
 }
 
 /** The records a tuple of checkpoint `id` needs: its channel values, itself, and its pending writes. */

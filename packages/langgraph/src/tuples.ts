@@ -10,6 +10,7 @@ import {
   type SerializerProtocol,
   TASKS,
 } from '@langchain/langgraph-checkpoint';
+import { isPlainJsonSerde, plainJsonValue } from './plain-json.js';
 import type { CheckpointRecord, SerializedValue, Version } from './records.js';
 import type { StoredWrite, ThreadState } from './thread-state.js';
 import { decodeForSerde, smallValueKey } from './values.js';
@@ -48,9 +49,20 @@ export function checkpointConfig(threadId: string, ns: string, id: string): Runn
   return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } };
 }
 
-/** Deserializes a stored value. */
-export function loadValue(serde: SerializerProtocol, value: SerializedValue): Promise<unknown> {
-  return serde.loadsTyped(value.t, decodeForSerde(value));
+/**
+ * Deserializes a stored value: a promise of it, or the value itself when it is held as JSON and
+ * LangGraph's own serializer would only copy it (see plain-json.ts).
+ */
+export function loadValue(serde: SerializerProtocol, value: SerializedValue): unknown {
+  const plain = plainValue(serde, value);
+  return plain === undefined ? serde.loadsTyped(value.t, decodeForSerde(value)) : plain.value;
+}
+
+/** {@link plainJsonValue} of a `json` value held as JSON, when `serde` is LangGraph's own. */
+function plainValue(serde: SerializerProtocol, value: SerializedValue): { value: unknown } | undefined {
+  if (value.t !== 'json' || value.z !== undefined || value.b !== undefined || value.s !== undefined)
+    return undefined;
+  return isPlainJsonSerde(serde) ? plainJsonValue(value.j ?? null) : undefined;
 }
 
 /** Stored values this short (characters of their stored form) are remembered by their content: `null`, `1`, `""`... */
@@ -81,6 +93,9 @@ export class ValueMemo {
   async channel(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
     if (value.t === 'bytes' || smallValueKey(value, SMALL_VALUE) !== undefined)
       return this.value(serde, value);
+    // A copy for each tuple: no text kept to parse again.
+    const plain = plainValue(serde, value);
+    if (plain !== undefined) return plain.value;
     let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
       entry = { value, bytes: decodeForSerde(value) };

@@ -149,6 +149,51 @@ export function smallValueKey(value: SerializedValue, limit: number): string | u
   return text.length <= limit ? `j${text}` : undefined;
 }
 
+/**
+ * The length of `value` as stored (its JSON text) when it is at most `limit` characters, else
+ * `undefined`; a large value held as JSON is not written out to learn that it is large.
+ */
+export function storedLengthAtMost(value: SerializedValue, limit: number): number | undefined {
+  // `{"t":…,"x":…}`: the type's JSON and 11 characters around it and the form.
+  let length = JSON.stringify(value.t).length + 11;
+  if (length > limit) return undefined;
+  const form = value.z ?? value.b ?? value.s;
+  if (form !== undefined) {
+    if (length + form.length > limit) return undefined;
+    length += JSON.stringify(form).length;
+  } else {
+    const j = jsonLengthAtMost(value.j ?? null, limit - length);
+    if (j === undefined) return undefined;
+    length += j;
+  }
+  return length <= limit ? length : undefined;
+}
+
+/** `JSON.stringify(value).length` when it is at most `limit`, else `undefined` (stopping early). */
+function jsonLengthAtMost(value: JsonValue, limit: number): number | undefined {
+  if (typeof value !== 'object' || value === null) {
+    if (typeof value === 'string' && value.length + 2 > limit) return undefined;
+    const length = JSON.stringify(value).length;
+    return length <= limit ? length : undefined;
+  }
+  // Brackets, and a comma between entries.
+  let length = 2;
+  const add = (key: string | undefined, child: JsonValue): boolean => {
+    if (length > 2) length += 1;
+    if (key !== undefined) length += JSON.stringify(key).length + 1;
+    const inner = length > limit ? undefined : jsonLengthAtMost(child, limit - length);
+    if (inner === undefined) return false;
+    length += inner;
+    return true;
+  };
+  if (Array.isArray(value)) {
+    for (const child of value) if (!add(undefined, child)) return undefined;
+  } else {
+    for (const key in value) if (!add(key, value[key]!)) return undefined;
+  }
+  return length <= limit ? length : undefined;
+}
+
 /** True for a stored form of a value: a type and exactly one of `b`, `s`, `j`, `z`. */
 export function isSerialized(v: unknown): v is SerializedValue {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;

@@ -6,6 +6,7 @@
 // what a fold gives; a namespace that stopped being one chain is folded. A log deleted and
 // rewritten between a cold read's lookups is never mixed with the one it replaced.
 
+import { readFileSync } from 'node:fs';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { Annotation, Command, END, interrupt, Send, START, StateGraph } from '@langchain/langgraph';
 import type { SessionEvent, SessionStore } from '@tidemark/core';
@@ -35,6 +36,22 @@ function buildGraph(saver: TidemarkSaver) {
     .compile({ checkpointer: saver });
 }
 
+/** `init` puts `big` once, then `step` counts `n` up to `steps` (the fixture's graph). */
+function stepGraph(saver: TidemarkSaver, steps: number) {
+  const Steps = Annotation.Root({
+    log: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
+    big: Annotation<string>(),
+    n: Annotation<number>(),
+  });
+  return new StateGraph(Steps)
+    .addNode('init', () => ({ log: ['init'], big: 'x'.repeat(2_000), n: 0 }))
+    .addNode('step', (s: { n: number }) => ({ n: s.n + 1 }))
+    .addEdge(START, 'init')
+    .addEdge('init', 'step')
+    .addConditionalEdges('step', (s: { n: number }) => (s.n < steps ? 'step' : END))
+    .compile({ checkpointer: saver });
+}
+
 /** `store` with its `load` calls counted (a fold of a thread not held starts with one). */
 function counting(store: SessionStore): { store: SessionStore; loads: () => number } {
   let loads = 0;
@@ -56,6 +73,24 @@ function counting(store: SessionStore): { store: SessionStore; loads: () => numb
 const config = (thread: string, ns = ''): RunnableConfig => ({
   configurable: { thread_id: thread, checkpoint_ns: ns },
 });
+
+/** `store` with its `read` calls counted (each lookup of a cold read is one). */
+function countingReads(store: SessionStore): { store: SessionStore; reads: () => number } {
+  let reads = 0;
+  const counted = new Proxy(store, {
+    get(target, key) {
+      if (key === 'read') {
+        return (...args: Parameters<SessionStore['read']>) => {
+          reads += 1;
+          return target.read(...args);
+        };
+      }
+      const value = Reflect.get(target, key);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { store: counted, reads: () => reads };
+}
 
 /** The latest tuple as a fold gives it: a saver that folded the thread (by a read naming a checkpoint). */
 async function folded(store: SessionStore, thread: string, ns = '') {
@@ -138,7 +173,9 @@ describe.each([memory, sqlite] as Backend[])('a cold getTuple on $name', (backen
 
   it('never mixes a log with the one that replaced it between two lookups of a cold read', async () => {
     // Two threads of the same shape whose one large value differs: the same seqs hold the same
-    // kinds of records, so only the blobs' keys tell one log from the other.
+    // kinds of records, so only the blobs' keys tell one log from the other. The values do not
+    // deflate and are too large to be stored again with each checkpoint: the cold read looks the
+    // value up by its seq, a second lookup.
     const source = await backend.open();
     opened.push(source);
     const bigGraph = (saver: TidemarkSaver, big: string) =>
@@ -153,8 +190,8 @@ describe.each([memory, sqlite] as Backend[])('a cold getTuple on $name', (backen
         .addEdge('two', 'three')
         .addEdge('three', END)
         .compile({ checkpointer: saver });
-    await bigGraph(new TidemarkSaver(source.store), 'a'.repeat(3_000)).invoke({ log: [] }, config('a'));
-    await bigGraph(new TidemarkSaver(source.store), 'b'.repeat(3_000)).invoke({ log: [] }, config('b'));
+    await bigGraph(new TidemarkSaver(source.store), noise(1, 3_000)).invoke({ log: [] }, config('a'));
+    await bigGraph(new TidemarkSaver(source.store), noise(2, 3_000)).invoke({ log: [] }, config('b'));
     const a = await source.store.load(sessionIdOfThread('a'));
     const b = await source.store.load(sessionIdOfThread('b'));
     expect(b.events.map((e) => e.type)).toEqual(a.events.map((e) => e.type));
@@ -189,8 +226,65 @@ describe.each([memory, sqlite] as Backend[])('a cold getTuple on $name', (backen
     });
     const tuple = await new TidemarkSaver(swapping).getTuple(config('t'));
     expect(reads).toBeGreaterThanOrEqual(2);
-    expect(tuple?.checkpoint.channel_values.big).toBe('b'.repeat(3_000));
+    expect(tuple?.checkpoint.channel_values.big).toBe(noise(2, 3_000));
     expect(tuple?.checkpoint.id).toBe((await folded(target.store, 't'))?.checkpoint.id);
+  });
+
+  it('reads a small value put in an earlier batch from the copy stored with the checkpoint, in one lookup', async () => {
+    const store = await backend.open();
+    opened.push(store);
+    const graph = stepGraph(new TidemarkSaver(store.store), 6);
+    // `big` (2,000 characters, a few dozen deflated) is put at the start, a dozen batches back.
+    await graph.invoke({ log: ['in'] }, { ...config('copies'), durability: 'sync' });
+    const { store: counted, reads } = countingReads(store.store);
+    const cold = await new TidemarkSaver(counted).getTuple(config('copies'));
+    expect(reads()).toBe(1);
+    expect(cold?.checkpoint.channel_values.big).toBe('x'.repeat(2_000));
+    expect(cold).toEqual(await folded(store.store, 'copies'));
+    // Each copy is a blob of the version it copies, which a fold keeps once: the same version
+    // appears in more than one blob event, with the same value.
+    const { events } = await store.store.load(sessionIdOfThread('copies'));
+    const bigs = events.filter(
+      (e) => e.type === 'langgraph/blob' && (e.data as { ch?: string }).ch === 'big',
+    );
+    expect(bigs.length).toBeGreaterThan(1);
+    expect(new Set(bigs.map((e) => JSON.stringify((e.data as { value?: unknown }).value))).size).toBe(1);
+    expect(new Set(bigs.map((e) => (e.data as { ver?: unknown }).ver)).size).toBe(1);
+  });
+
+  it('reads a log written before checkpoints were stored with copies of small values, and writes on', async () => {
+    // Written by the previous version (1edcee7): the same graph shape, pointers to the one blob
+    // of each version, no copies.
+    const fixture = JSON.parse(
+      readFileSync(new URL('./fixtures/thread-before-copies.json', import.meta.url), 'utf8'),
+    ) as { attrs: Record<string, string>; events: SessionEvent[] };
+    const store = await backend.open();
+    opened.push(store);
+    const thread = 'before-copies';
+    const id = sessionIdOfThread(thread);
+    await store.store.create({ id });
+    await store.store.update(id, { attrs: fixture.attrs });
+    await store.store.append(id, fixture.events);
+    const { store: counted, reads } = countingReads(store.store);
+    const { store: countedLoads, loads } = counting(counted);
+    const cold = await new TidemarkSaver(countedLoads).getTuple(config(thread));
+    // Not folded; `big`, put at the start, looked up by its seq.
+    expect(loads()).toBe(0);
+    expect(reads()).toBe(2);
+    expect(cold?.checkpoint.channel_values).toMatchObject({ big: 'x'.repeat(2_000), n: 6 });
+    expect(cold).toEqual(await folded(store.store, thread));
+    const list = await collect(new TidemarkSaver(countedLoads).list(config(thread), { limit: 3 }));
+    expect(list).toEqual(await foldedList(store.store, thread, 3));
+    expect(loads()).toBe(0);
+    // A new saver writes on: its checkpoint carries `big` again, read in one lookup.
+    await stepGraph(new TidemarkSaver(store.store), 6).updateState(config(thread), { n: 7 });
+    const { store: again, reads: readsAgain } = countingReads(store.store);
+    const after = await new TidemarkSaver(again).getTuple(config(thread));
+    expect(readsAgain()).toBe(1);
+    expect(after?.checkpoint.channel_values).toMatchObject({ big: 'x'.repeat(2_000), n: 7 });
+    expect(after).toEqual(await folded(store.store, thread));
+    const walked = await collect(new TidemarkSaver(store.store).list(config(thread), { limit: 4 }));
+    expect(walked).toEqual(await foldedList(store.store, thread, 4));
   });
 
   it('answers undefined for a namespace without checkpoints while another has one, and for a missing thread', async () => {
@@ -232,6 +326,18 @@ describe('a log written before the pointers existed', () => {
     expect(loadsAgain()).toBe(0);
   });
 });
+
+/** `length` characters that deflate hardly shrinks, the same for the same `seed`. */
+function noise(seed: number, length: number): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  let state = seed;
+  let out = '';
+  for (let i = 0; i < length; i += 1) {
+    state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+    out += alphabet[(state >>> 16) % 64];
+  }
+  return out;
+}
 
 function withoutPointers(event: SessionEvent): SessionEvent {
   const data = event.data as Record<string, unknown>;

@@ -8,7 +8,7 @@ import type { JsonValue, SessionEvent } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
-import { decodeBytes, decodeForSerde, encodeBytes } from '../src/values.js';
+import { decodeBytes, decodeForSerde, encodeBytes, storedLengthAtMost } from '../src/values.js';
 
 const State = Annotation.Root({
   items: Annotation<{ n: number; text: string }[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
@@ -115,6 +115,25 @@ describe('stored value forms', () => {
         expect(Buffer.from(handed as Uint8Array).equals(Buffer.from(bytes)), `${type} ${form}`).toBe(true);
       }
     }
+  });
+
+  it('measure a stored form as its JSON, up to a limit', () => {
+    const values = [
+      { t: 'json', j: { a: [1, 'two', null, { b: true }], 'c"d': 'é\n' } },
+      { t: 'json', j: [] },
+      { t: 'json', j: 'x"y' },
+      { t: 'json', j: -1.5e-7 },
+      { t: 'json', s: '{"a": 1}' },
+      { t: 'other', z: 'AAAA' },
+      { t: 'bytes', b: 'AQID' },
+    ];
+    for (const value of values) {
+      const length = JSON.stringify(value).length;
+      expect(storedLengthAtMost(value, length), JSON.stringify(value)).toBe(length);
+      expect(storedLengthAtMost(value, length - 1), JSON.stringify(value)).toBeUndefined();
+    }
+    // A large value held as JSON is given up on early.
+    expect(storedLengthAtMost({ t: 'json', j: [...Array(100_000).keys()] }, 768)).toBeUndefined();
   });
 
   it('read a thread whose values are all in base64 (the earlier form) as the same states', async () => {
