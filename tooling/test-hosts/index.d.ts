@@ -68,9 +68,15 @@ export declare function startHost(
 
 /**
  * `inner` as host B sees it when someone acts between its calls: after `arm(meanwhile)`,
- * `meanwhile` runs once, right after B's next `read` or `load` has finished.
+ * `meanwhile` runs once, right after B's next `read` or `load` has finished. Without `passAfter`
+ * the wrapper drops `append`'s options and shows no `capabilities` (an adapter confirms with a
+ * read); with it, both are handed on, and `meanwhile` also runs right before B's next `append`
+ * when no read came first.
  */
-export declare function withInterleaving(inner: SessionStore): {
+export declare function withInterleaving(
+  inner: SessionStore,
+  options?: { passAfter?: boolean },
+): {
   store: SessionStore;
   arm(meanwhile: () => Promise<void>): void;
 };

@@ -37,3 +37,23 @@ it('stores what the rewritten log lacks, after it, and every reader skips the st
   const events = (await inner.load((await inner.list()).sessions[0]!.id)).events;
   expect(events.filter((e) => e.type === 'claude/append')).toHaveLength(3); // one of them stray
 });
+
+it('on the append-after path, a batch planned on the old log is refused by the append and planned again: no stray batch', async () => {
+  const inner = await openMemoryStore();
+  const a = new TidemarkSessionStore({ store: inner });
+  const b = withInterleaving(inner, { passAfter: true });
+  const storeB = new TidemarkSessionStore({ store: b.store });
+  await a.append(KEY, [line('u1', 'first version')]);
+  expect(await storeB.load(KEY)).toEqual([line('u1', 'first version')]);
+  // A warm append on this path reads nothing first: the rewrite runs right before it.
+  b.arm(async () => {
+    await a.delete(KEY);
+    await a.append(KEY, [line('u2', 'second version')]);
+  });
+  await storeB.append(KEY, [line('u1', 'first version'), line('u3', 'more')]);
+  const expected = [line('u2', 'second version'), line('u1', 'first version'), line('u3', 'more')];
+  expect(await a.load(KEY)).toEqual(expected);
+  expect(await storeB.load(KEY)).toEqual(expected);
+  const events = (await inner.load((await inner.list()).sessions[0]!.id)).events;
+  expect(events.filter((e) => e.type === 'claude/append')).toHaveLength(2); // u2's, then B's
+});

@@ -78,4 +78,20 @@ describe('a session cleared and rewritten to the same length between a read and 
     expect(await a.getItems()).toEqual([user('new'), user('from B')]);
     expect(await a.getItems(2)).toEqual([user('new'), user('from B')]);
   });
+
+  it('on the append-after path, pops the rewritten last item with no stray batch: the append refuses the plan on the old log', async () => {
+    const inner = await openMemoryStore();
+    const a = new TidemarkSession({ store: inner, sessionId: 'chat' });
+    const b = withInterleaving(inner, { passAfter: true });
+    const sessionB = new TidemarkSession({ store: b.store, sessionId: 'chat' });
+    await a.addItems([user('old-1'), user('old-2')]);
+    b.arm(async () => {
+      await a.clearSession();
+      await a.addItems([user('new-1'), user('new-2')]);
+    });
+    expect(await sessionB.popItem()).toEqual(user('new-2'));
+    expect(await a.getItems()).toEqual([user('new-1')]);
+    const types = (await inner.load('chat')).events.map((e) => e.type);
+    expect(types).toEqual(['openai/item', 'openai/item', 'turn/end', 'openai/truncate', 'turn/end']);
+  });
 });
