@@ -1,10 +1,11 @@
 // Where sessions live under a store root: which bucket holds a session's log, and the durable
 // creation of the root. (Listing is list-scan.ts and catalog-list.ts.)
 import { dirname } from 'node:path';
-import { errnoOf, toIoError } from '@tidemark/core';
+import { errnoOf, type FileHandlePort, toIoError } from '@tidemark/core';
 import type { StoreContext } from './context.js';
 import { io, ioOrAbsent } from './errors.js';
-import { bucketOf, isBucketName, type SessionPaths, sessionPaths } from './layout.js';
+import { bucketOf, isBucketName, NO_CWD_BUCKET, type SessionPaths, sessionPaths } from './layout.js';
+import { openForRead, readdirForRead } from './read-handle.js';
 
 /**
  * The paths of a materialized session, or undefined when it truly does not exist. Looks in the
@@ -24,6 +25,50 @@ export async function locate(ctx: StoreContext, id: string): Promise<SessionPath
   const paths = await logInBuckets(ctx, id, tried);
   if (paths === undefined) ctx.buckets.delete(id);
   return paths;
+}
+
+/**
+ * The log of a materialized session opened for reading with its paths, or undefined when it truly
+ * does not exist: {@link locate}'s lookup in the same order, each bucket tried by opening the log
+ * rather than by lstat and then opening it (one file system round trip less per read). ENOENT
+ * alone counts as absence from a bucket; any other fault is IO, as in {@link locate}.
+ */
+export async function openLocated(
+  ctx: StoreContext,
+  id: string,
+): Promise<{ paths: SessionPaths; handle: FileHandlePort } | undefined> {
+  const tried = new Set<string>();
+  const reservation = ctx.reservations.get(id);
+  const hints = [ctx.buckets.get(id), reservation !== undefined ? bucketOf(reservation.meta.cwd) : undefined];
+  for (const bucket of hints) {
+    if (bucket === undefined || tried.has(bucket)) continue;
+    tried.add(bucket);
+    const found = await openIn(ctx, bucket, id);
+    if (found !== undefined) return found;
+  }
+  // The bucket without a cwd sorts before every `cwd-` bucket ('_' < 'c'): the first in name
+  // order when it holds the log, found without listing the root.
+  if (!tried.has(NO_CWD_BUCKET)) {
+    tried.add(NO_CWD_BUCKET);
+    const found = await openIn(ctx, NO_CWD_BUCKET, id);
+    if (found !== undefined) return found;
+  }
+  const names = await ioOrAbsent(`reading ${ctx.root}`, id, () => readdirForRead(ctx.fs, ctx.root));
+  for (const bucket of (names ?? []).filter(isBucketName).sort()) {
+    if (tried.has(bucket)) continue;
+    const found = await openIn(ctx, bucket, id);
+    if (found !== undefined) return found;
+  }
+  ctx.buckets.delete(id);
+  return undefined;
+}
+
+async function openIn(ctx: StoreContext, bucket: string, id: string) {
+  const paths = sessionPaths(ctx.root, bucket, id);
+  const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => openForRead(ctx.fs, paths.log));
+  if (handle === undefined) return undefined;
+  ctx.buckets.set(id, bucket);
+  return { paths, handle };
 }
 
 async function logIn(ctx: StoreContext, bucket: string, id: string): Promise<SessionPaths | undefined> {

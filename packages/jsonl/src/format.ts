@@ -431,23 +431,10 @@ export type DecodedHeader =
  * checked, since a newer version may frame lines differently.
  */
 export function decodeHeaderLine(bytes: Uint8Array, start: number, end: number): DecodedHeader {
-  let probe: unknown;
-  try {
-    probe = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
-  } catch {
-    probe = undefined;
-  }
-  if (isPlainObject(probe) && probe.format === FORMAT_NAME && typeof probe.version === 'number') {
-    if (probe.version > FORMAT_VERSION) {
-      return {
-        ok: false,
-        defect: 'newer-version',
-        version: probe.version,
-        detail: `format version ${probe.version}`,
-      };
-    }
-  }
   const line = parseLine(bytes, start, end);
+  // Parsed whole already when its checksum matches (the same bytes a probe would parse).
+  const newer = newerVersion(line.ok ? line.value : probeHeader(bytes, start, end));
+  if (newer !== undefined) return newer;
   if (!line.ok) return line;
   const { format, version, meta, init } = line.value;
   if (format !== FORMAT_NAME || !isSeq(version) || version < 1 || version > FORMAT_VERSION) {
@@ -456,6 +443,28 @@ export function decodeHeaderLine(bytes: Uint8Array, start: number, end: number):
   const parsedMeta = parseMeta(meta, version);
   if (parsedMeta === undefined) return { ok: false, defect: 'shape', detail: 'the header meta is malformed' };
   return { ok: true, value: { version, meta: parsedMeta, init: parseInit(init) } };
+}
+
+/** The header line parsed without its checksum checked, or undefined when it is no JSON. */
+function probeHeader(bytes: Uint8Array, start: number, end: number): unknown {
+  try {
+    return JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The answer for a header of a version newer than this code's, undefined for any other value. */
+function newerVersion(probe: unknown): DecodedHeader | undefined {
+  if (!isPlainObject(probe) || probe.format !== FORMAT_NAME || typeof probe.version !== 'number')
+    return undefined;
+  if (probe.version <= FORMAT_VERSION) return undefined;
+  return {
+    ok: false,
+    defect: 'newer-version',
+    version: probe.version,
+    detail: `format version ${probe.version}`,
+  };
 }
 
 function parseMeta(value: unknown, version: number): SessionMeta | undefined {

@@ -7,14 +7,17 @@
 // knows how to judge it. So the answer is always the one the full stream gives for a clean log.
 import type { FileHandlePort, SessionEvent } from '@tidemark/core';
 import { closingEventOfLastLine } from './after.js';
-import { locate } from './catalog.js';
+import { openLocated } from './catalog.js';
 import type { StoreContext } from './context.js';
-import { io, ioOrAbsent, quietly } from './errors.js';
-import { decodeHeaderLine, type LogHeader, readEventLine } from './format.js';
+import { io, quietly } from './errors.js';
+import { CRC_SUFFIX_BYTES, decodeHeaderLine, type LogHeader, readEventLine } from './format.js';
+import { type LineFraming, readFraming } from './framing.js';
 import { LogScanner } from './scan.js';
 
-/** Bytes of the first read of the header and of the first step back from the end; each further read doubles. */
+/** Bytes of the first step back from the end (and of further reads of the header); each further read doubles. */
 const FIRST_STEP_BYTES = 16 * 1024;
+/** Bytes of the first read of the header (a few hundred, mostly) when the log is longer than one step. */
+const HEADER_FIRST_BYTES = 4 * 1024;
 /** The largest step back. */
 const MAX_STEP_BYTES = 1024 * 1024;
 /** Most bytes held for one answer; past it the full stream answers, with bounded memory. */
@@ -79,22 +82,29 @@ export async function readLastEvents(
   fromSeq: number,
   last: number,
 ): Promise<SessionEvent[] | undefined> {
-  const paths = await locate(ctx, id);
-  if (paths === undefined) return undefined;
-  const handle = await ioOrAbsent(`opening ${paths.log}`, id, () => ctx.fs.open(paths.log, 'r'));
-  if (handle === undefined) return undefined;
+  const opened = await openLocated(ctx, id);
+  if (opened === undefined) return undefined;
+  const { paths, handle } = opened;
   ctx.readers.add(handle);
   try {
-    const header = await readHeader(paths.log, id, handle);
-    if (header === undefined) return undefined;
     const size = await io(`reading ${paths.log}`, id, () => handle.size());
-    const tail = await readTailFrom(paths.log, id, handle, header.end, size, fromSeq, last);
+    // The first bytes (the header) and the last (the tail's first step back) read at once: two
+    // reads in flight rather than one after the other. One read when they overlap.
+    const tailFrom = Math.max(0, size - FIRST_STEP_BYTES);
+    const [head, end] = await Promise.all([
+      readAt(paths.log, id, handle, 0, size <= FIRST_STEP_BYTES ? size : HEADER_FIRST_BYTES),
+      size <= FIRST_STEP_BYTES ? undefined : readAt(paths.log, id, handle, tailFrom, size),
+    ]);
+    const header = await readHeader(paths.log, id, handle, head);
+    if (header === undefined) return undefined;
+    const first = { bytes: end ?? head, start: end === undefined ? 0 : tailFrom };
+    const tail = await readTailFrom(paths.log, id, handle, header.end, size, fromSeq, last, first);
     if (tail === undefined) return undefined;
     const scanner = new LogScanner({ start: tail.start, formatVersion: header.log.version });
     const batches = scanner.push(tail.bytes);
-    const end = scanner.finish();
-    if (end.problem !== undefined || end.torn !== undefined) return undefined;
-    if (end.committedBytes !== size) return undefined;
+    const scanEnd = scanner.finish();
+    if (scanEnd.problem !== undefined || scanEnd.torn !== undefined) return undefined;
+    if (scanEnd.committedBytes !== size) return undefined;
     const events: SessionEvent[] = [];
     for (const batch of batches)
       for (const event of batch.events) if (event.seq >= fromSeq) events.push(event);
@@ -106,18 +116,17 @@ export async function readLastEvents(
 
 /**
  * The log's header and the offset past it, when it is this session's, of a version whose lines
- * name their batch start.
+ * name their batch start. `first`: the file's first bytes, as far as read already.
  */
 async function readHeader(
   path: string,
   id: string,
   handle: Handle,
+  first: Buffer,
 ): Promise<{ log: LogHeader; end: number } | undefined> {
-  let bytes = Buffer.alloc(0);
-  for (let step = FIRST_STEP_BYTES; ; step = Math.min(2 * step, MAX_STEP_BYTES)) {
-    const more = await readAt(path, id, handle, bytes.length, bytes.length + step);
-    if (more.length === 0) return undefined;
-    bytes = Buffer.concat([bytes, more]);
+  let bytes = first;
+  for (let step = 2 * FIRST_STEP_BYTES; ; step = Math.min(2 * step, MAX_STEP_BYTES)) {
+    if (bytes.length === 0) return undefined;
     const newline = bytes.indexOf(NEWLINE);
     if (newline >= 0) {
       const decoded = decodeHeaderLine(bytes, 0, newline);
@@ -125,13 +134,34 @@ async function readHeader(
       return { log: decoded.value, end: newline + 1 };
     }
     if (bytes.length > MAX_HELD_BYTES) return undefined;
+    const more = await readAt(path, id, handle, bytes.length, bytes.length + step);
+    if (more.length === 0) return undefined;
+    bytes = Buffer.concat([bytes, more]);
   }
+}
+
+const framing: LineFraming = { last: 0, first: undefined, at: undefined, eventEnd: 0 };
+
+/**
+ * True when the line `bytes[start..end)` is laid out as a line inside a batch (one that names its
+ * batch's first seq): the walk back steps over it without decoding it. The forward scan from the
+ * batch start the walk settles on checks every line it stepped over (checksum, event, seq, batch),
+ * and that start line itself is decoded; so a damaged line stepped over fails that scan, and the
+ * read is left to the full stream, as when the walk met it.
+ */
+function insideBatch(bytes: Uint8Array, start: number, end: number): boolean {
+  return (
+    end - start > CRC_SUFFIX_BYTES &&
+    readFraming(bytes, start, end - CRC_SUFFIX_BYTES, framing) &&
+    framing.first !== undefined
+  );
 }
 
 /**
  * Reads backwards from `size` to the first line of a batch that starts at or before the first
  * event wanted: the `last`-th event from the end, or `fromSeq`, or the first event of the log.
- * Every line on the way must be a valid event line of this version.
+ * Every batch's first line on the way must be a valid event line of this version (the lines inside
+ * batches are checked by the forward scan, see {@link insideBatch}).
  */
 async function readTailFrom(
   path: string,
@@ -141,13 +171,16 @@ async function readTailFrom(
   size: number,
   fromSeq: number,
   last: number,
+  first: { bytes: Buffer; start: number },
 ): Promise<{ bytes: Buffer; start: { offset: number; nextSeq: number } } | undefined> {
   if (size <= headerBytes) return undefined;
-  let bufStart = size;
-  let buf = Buffer.alloc(0);
+  // The bytes read already from the end, past the header: the first step back.
+  if (first.start + first.bytes.length !== size) return undefined; // shorter than it was
+  let bufStart = Math.max(headerBytes, first.start);
+  let buf = first.bytes.subarray(bufStart - first.start);
   let lineEnd = size - 1; // index of the newline that ends the line being looked at
   let eventsSeen = 0;
-  let step = FIRST_STEP_BYTES;
+  let step = 2 * FIRST_STEP_BYTES;
   const extend = async (): Promise<boolean> => {
     if (bufStart <= headerBytes || size - bufStart >= MAX_HELD_BYTES) return false;
     const from = Math.max(headerBytes, bufStart - step);
@@ -161,7 +194,7 @@ async function readTailFrom(
   // A negative index would make lastIndexOf count from the end of the buffer.
   const newlineBefore = (end: number) =>
     end - bufStart <= 0 ? -1 : buf.lastIndexOf(NEWLINE, end - bufStart - 1);
-  if (!(await extend()) || buf[buf.length - 1] !== NEWLINE) return undefined;
+  if (buf.length === 0 || buf[buf.length - 1] !== NEWLINE) return undefined;
   for (;;) {
     // The newline before this line, or the header's end.
     let previous = newlineBefore(lineEnd);
@@ -170,9 +203,14 @@ async function readTailFrom(
       previous = newlineBefore(lineEnd);
     }
     const lineStart = previous < 0 ? headerBytes : bufStart + previous + 1;
+    eventsSeen++;
+    if (insideBatch(buf, lineStart - bufStart, lineEnd - bufStart)) {
+      if (lineStart === headerBytes) return undefined;
+      lineEnd = lineStart - 1;
+      continue;
+    }
     const line = readEventLine(buf, lineStart - bufStart, lineEnd - bufStart);
     if (line === undefined) return undefined;
-    eventsSeen++;
     const firstOfBatch = line.start === undefined;
     if (firstOfBatch && (eventsSeen >= last || line.event.seq <= fromSeq || lineStart === headerBytes)) {
       return {

@@ -103,17 +103,28 @@ export class JsonlStore extends SessionStoreBase {
     return readEvents(this.ctx, id, fromSeq, toSeq);
   }
 
-  /** From the end of the log when it ends clean (read-last.ts), else the last events of the stream. */
-  protected override async *storageReadLast(
+  /**
+   * Pages for `read()` and `readAll()`. With `last` up to the log's end: from the end of the log
+   * when it ends clean (read-last.ts), in one page; else the last events of the stream. The
+   * stream's events come a page each, as it reads them.
+   */
+  protected override async *storageReadPages(
     id: string,
     fromSeq: number,
     toSeq: number,
-    last: number,
-  ): AsyncIterable<SessionEvent> {
-    const fast =
-      toSeq === Number.MAX_SAFE_INTEGER ? await readLastEvents(this.ctx, id, fromSeq, last) : undefined;
-    if (fast !== undefined) yield* fast;
-    else yield* lastEvents(readEvents(this.ctx, id, fromSeq, toSeq), last);
+    last: number | undefined,
+  ): AsyncIterable<readonly SessionEvent[]> {
+    if (last !== undefined) {
+      const fast =
+        toSeq === Number.MAX_SAFE_INTEGER ? await readLastEvents(this.ctx, id, fromSeq, last) : undefined;
+      if (fast !== undefined) {
+        if (fast.length > 0) yield fast;
+        return;
+      }
+      for await (const event of lastEvents(readEvents(this.ctx, id, fromSeq, toSeq), last)) yield [event];
+      return;
+    }
+    for await (const event of readEvents(this.ctx, id, fromSeq, toSeq)) yield [event];
   }
 
   protected storageList(query: ValidListQuery): Promise<SessionPage> {

@@ -112,6 +112,22 @@ describe('read({ last }) on JSONL', () => {
     await reader.close();
   });
 
+  it('equals the full stream past the bytes read synchronously from one descriptor', async () => {
+    // On the real file system the first 256 KiB a read from the end takes come by synchronous
+    // calls, the rest through the thread pool (read-handle.ts): both parts must be there.
+    const root = tempDir();
+    const store = await openJsonlStore({ root });
+    await store.create({ id: 'wide' });
+    for (let seq = 0; seq < 40; seq += 1)
+      await store.append('wide', [ev(seq, 'turn/end', { text: `event ${seq}`, pad: 'y'.repeat(20_000) })]);
+    await store.close();
+    const reader = await openJsonlStore({ root });
+    const all = await collect(reader.read('wide'));
+    expect(await collect(reader.read('wide', { last: 30 }))).toEqual(all.slice(-30));
+    expect(await collect(reader.read('wide', { last: 3 }))).toEqual(all.slice(-3));
+    await reader.close();
+  });
+
   it('gives the full stream answer when the log ends in a torn fragment', async () => {
     const root = tempDir();
     const store = await openJsonlStore({ root });

@@ -12,12 +12,15 @@
 //   with a limit of 10, each on its own new saver, as in run.mjs's rounds, where each cold getTuple
 //   follows the lists of the one before. That leaves the process's caches and heap as run.mjs
 //   meets them: the ratio comes out higher than without.
+//   FOCUS_JSONL=1: TidemarkSaver on JSONL (openJsonlStore, relaxed) as a third contender;
+//   FOCUS_JSONL=only: that one in place of TidemarkSaver on SQLite.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { openJsonlStore } from '@tidemark/jsonl';
 import { openSqliteStore } from '@tidemark/sqlite';
 import { TidemarkSaver } from '../dist/index.js';
 
@@ -57,6 +60,16 @@ const contenders = [
     },
   },
 ];
+if (process.env.FOCUS_JSONL === '1' || process.env.FOCUS_JSONL === 'only') {
+  if (process.env.FOCUS_JSONL === 'only') contenders.pop();
+  contenders.push({
+    name: 'jsonl',
+    open: async () => {
+      const store = await openJsonlStore({ root: join(work, 'sessions'), ...RELAXED });
+      return { saver: new TidemarkSaver(store), close: () => store.close() };
+    },
+  });
+}
 if (process.env.FOCUS_DIST) {
   const { TidemarkSaver: Before } = await import(pathToFileURL(process.env.FOCUS_DIST).href);
   // That build's own SQLite store (and core) when it sits in a checkout beside its langgraph package.
@@ -74,7 +87,7 @@ if (process.env.FOCUS_DIST) {
   });
 }
 // The savers that write a thread of their own.
-const writers = process.env.FOCUS_OWN === '1' ? contenders : contenders.slice(0, 2);
+const writers = process.env.FOCUS_OWN === '1' ? contenders : contenders.filter((c) => c.name !== 'before');
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
