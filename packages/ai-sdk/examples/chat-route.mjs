@@ -105,8 +105,8 @@ try {
   await again.response.text();
   await again.saved();
 
-  // Two tabs send at once: both load the same version, the second save is refused as stale and
-  // its turn is added on top of the first one's.
+  // Two tabs send at once: both load the same version; whichever stream ends second has its save
+  // refused as stale, and its turn is added on top of the other one's.
   const tabs = [
     await postChat(chats, { id, message: user('Which backends?') }, 'JSONL, SQLite and PostgreSQL.'),
     await postChat(chats, { id, message: user('And the UI?') }, 'A local viewer.'),

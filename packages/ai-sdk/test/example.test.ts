@@ -10,18 +10,22 @@ it('examples/chat-route.mjs drives streamText offline and saves the chat', async
   const script = fileURLToPath(new URL('../examples/chat-route.mjs', import.meta.url));
   const { stdout } = await promisify(execFile)(process.execPath, [script], { timeout: 60_000 });
   const lines = stdout.trim().split('\n');
-  expect(lines.slice(0, 8)).toEqual([
+  expect(lines.slice(0, 4)).toEqual([
     'user      What is tidemark?',
     'assistant Durable session logs for agents.',
     'user      And on a crash?',
     // The regenerated answer replaced the first one ("Every save lands whole or not at all.").
     'assistant A save lands whole or not at all.',
-    // Two tabs at once: the second was refused as stale, then added on top of the first.
-    'user      Which backends?',
-    'assistant JSONL, SQLite and PostgreSQL.',
-    'user      And the UI?',
-    'assistant A local viewer.',
   ]);
+  // Two tabs at once: whichever stream ends second has its save refused as stale, and its turn is
+  // added on top of the other's. Which one that is depends on how the two streams interleave (it
+  // changed when the JSONL store's small reads became synchronous), so either order, each turn whole.
+  const backends = ['user      Which backends?', 'assistant JSONL, SQLite and PostgreSQL.'];
+  const ui = ['user      And the UI?', 'assistant A local viewer.'];
+  expect([
+    [...backends, ...ui],
+    [...ui, ...backends],
+  ]).toContainEqual(lines.slice(4, 8));
   expect(lines[8]).toBe('user      Tell me more');
   expect(lines[9]).toMatch(/^assistant It/);
   expect(lines[9]).not.toContain('fault harness');
