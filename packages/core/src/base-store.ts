@@ -2,7 +2,7 @@
 // the lazy-create reservations and the shape of verify. A backend subclasses SessionStoreBase and
 // implements the protected `storage*` hooks, which only touch its storage.
 import { assertStoredAfter, validateAppendOptions } from './append-after.js';
-import { errors, TidemarkError, toIoError } from './errors.js';
+import { errors, isTidemarkError, TidemarkError, toIoError } from './errors.js';
 import type { PreparedEvent, SessionEvent } from './event.js';
 import { prepareBatch } from './event.js';
 import { assertValidId, generateId } from './ids.js';
@@ -236,16 +236,11 @@ export abstract class SessionStoreBase implements MaintainedStore {
     const seq = after.event.seq;
     let stored: SessionEvent | undefined;
     try {
-      if (this.storageReadPages !== undefined) {
-        for await (const page of this.storageReadPages(id, seq, seq, undefined)) stored ??= page[0];
-      } else {
-        for await (const event of this.storageRead(id, seq, seq)) stored ??= event;
-      }
+      [stored] = await this.readAll(id, { fromSeq: seq, toSeq: seq });
     } catch (error) {
       // Not stored: a pending session has no event to append after (CONFLICT below); otherwise
       // NOT_FOUND, as the append itself would answer.
-      if (!(error instanceof TidemarkError && error.code === 'NOT_FOUND') || reservation === undefined)
-        throw error;
+      if (!isTidemarkError(error, 'NOT_FOUND') || reservation === undefined) throw error;
     }
     assertStoredAfter(id, stored, after);
   }
