@@ -8,7 +8,7 @@
 import type { AgentInputItem } from '@openai/agents-core';
 import { type AppendOptions, checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends } from '@tidemark/test-hosts';
+import { openStoreAt, sharedBackends, withInterleaving } from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TidemarkSession } from '../src/index.js';
 
@@ -22,19 +22,9 @@ interface Calls {
   conflicts: number;
 }
 
-/**
- * `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner`
- * does) and hands it on. After `arm(meanwhile)`, `meanwhile` runs once, right after the next read
- * or load has finished (as another host acting between this host's read and its append).
- */
-function watched(inner: SessionStore, capable: boolean) {
+/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
+function counting(inner: SessionStore, capable: boolean) {
   const calls: Calls = { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 };
-  let pending: (() => Promise<void>) | undefined;
-  const runPending = async () => {
-    const run = pending;
-    pending = undefined;
-    await run?.();
-  };
   const store: SessionStore = {
     create: (init) => inner.create(init),
     async append(id, events, options?: AppendOptions) {
@@ -47,23 +37,13 @@ function watched(inner: SessionStore, capable: boolean) {
         throw error;
       }
     },
-    async load(id, options) {
+    load: (id, options) => {
       calls.loads += 1;
-      try {
-        return await inner.load(id, options);
-      } finally {
-        await runPending();
-      }
+      return inner.load(id, options);
     },
-    read(id, range) {
+    read: (id, range) => {
       calls.reads += 1;
-      return (async function* () {
-        try {
-          yield* inner.read(id, range);
-        } finally {
-          await runPending();
-        }
-      })();
+      return inner.read(id, range);
     },
     list: (query) => inner.list(query),
     has: (id) => inner.has(id),
@@ -72,21 +52,26 @@ function watched(inner: SessionStore, capable: boolean) {
     close: () => inner.close(),
     ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
   };
-  return {
-    store,
-    calls,
-    reset: () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 }),
-    arm: (meanwhile: () => Promise<void>) => {
-      pending = meanwhile;
-    },
-  };
+  const reset = () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 });
+  return { store, calls, reset };
+}
+
+/**
+ * `inner` counted and checking `after`, as host B sees it: after `arm(meanwhile)`, `meanwhile` runs
+ * once, right after B's next read or load has finished (another host acting between B's read and
+ * its append).
+ */
+function watched(inner: SessionStore) {
+  const counted = counting(inner, true);
+  const { store, arm } = withInterleaving(counted.store, { passAfter: true });
+  return { store, calls: counted.calls, arm };
 }
 
 describe('writes on a store that checks append after', () => {
   it('read once, before the write: addItems and popItem are one read and one append naming the event read', async () => {
     const inner = await openMemoryStore();
     expect(checksAppendAfter(inner)).toBe(true);
-    const { store, calls, reset } = watched(inner, true);
+    const { store, calls, reset } = counting(inner, true);
     const session = new TidemarkSession({ store, sessionId: 'chat' });
     await session.addItems([user('one')]);
     reset();
@@ -102,7 +87,7 @@ describe('writes on a store that checks append after', () => {
 
   it('gets a confirming read after each append on a store that does not check after', async () => {
     const inner = await openMemoryStore();
-    const { store, calls, reset } = watched(inner, false);
+    const { store, calls, reset } = counting(inner, false);
     expect(checksAppendAfter(store)).toBe(false);
     const session = new TidemarkSession({ store, sessionId: 'chat' });
     await session.addItems([user('one')]);
@@ -134,7 +119,7 @@ describe.each(await sharedBackends())(
 
     it('pops the rewritten last item, and the refused batch leaves nothing in the log', async () => {
       const a = new TidemarkSession({ store: storeA, sessionId: 'pop' });
-      const b = watched(storeB, true);
+      const b = watched(storeB);
       const sessionB = new TidemarkSession({ store: b.store, sessionId: 'pop' });
       await a.addItems([user('old-1'), user('old-2')]);
       b.arm(async () => {
@@ -159,7 +144,7 @@ describe.each(await sharedBackends())(
 
     it('adds after the rewritten items, once', async () => {
       const a = new TidemarkSession({ store: storeA, sessionId: 'add' });
-      const b = watched(storeB, true);
+      const b = watched(storeB);
       const sessionB = new TidemarkSession({ store: b.store, sessionId: 'add' });
       await a.addItems([user('old')]);
       b.arm(async () => {
@@ -174,7 +159,7 @@ describe.each(await sharedBackends())(
 
     it('refuses a suffix replacement planned on the old log, and records nothing of it', async () => {
       const a = new TidemarkSession({ store: storeA, sessionId: 'replace' });
-      const b = watched(storeB, true);
+      const b = watched(storeB);
       const sessionB = new TidemarkSession({ store: b.store, sessionId: 'replace' });
       await a.addItems([user('start'), user('blocked')]);
       b.arm(async () => {
