@@ -25,7 +25,7 @@ import {
   summaryColumns,
 } from './rows.js';
 import { POSTGRES_SCHEMA_VERSION } from './schema.js';
-import type { Statement, Statements } from './statements.js';
+import type { Statements } from './statements.js';
 
 /** What an append needs of a stored session: its identity, next seq and the fields it rewrites. */
 export interface Head {
@@ -56,11 +56,7 @@ type HeadRow = SessionRow & { max_seq: string | null };
 
 /** The stored head of a session (summary, next seq), or undefined when absent (CORRUPT for orphans). */
 export async function readHead(db: Connections, sql: Statements, id: string): Promise<Head | undefined> {
-  const { text, name } = sql.readHead;
-  const result = await db.run(db.context(`appending to session ${id}`, id), (s) =>
-    s.query<HeadRow>('SELECT sessions', text, [id], name),
-  );
-  return headOf(id, result.rows[0]!);
+  return (await readHeadAfter(db, sql, id, null)).head;
 }
 
 /** The columns the events row at after.seq adds to {@link readHead}'s (all NULL without a row). */
@@ -74,15 +70,15 @@ interface AfterColumns {
 
 /**
  * {@link readHead} and the events row at `seq` (as {@link EventRow}, undefined when there is
- * none), from one snapshot.
+ * none or `seq` is null), from one snapshot.
  */
 export async function readHeadAfter(
   db: Connections,
   sql: Statements,
   id: string,
-  seq: number,
+  seq: number | null,
 ): Promise<{ head: Head | undefined; stored: EventRow | undefined }> {
-  const { text, name } = sql.readHeadAfter;
+  const { text, name } = sql.readHead;
   const result = await db.run(db.context(`appending to session ${id}`, id), (s) =>
     s.query<HeadRow & AfterColumns>('SELECT sessions', text, [id, seq], name),
   );
@@ -203,7 +199,7 @@ export async function advance(
   context: PgErrorContext,
 ): Promise<boolean> {
   const one = encoded.length === 1;
-  const { text, name } = advanceStatement(sql, one, after !== undefined);
+  const { text, name } = one ? sql.advanceOne : sql.advance;
   const result = await db.run(context, (s) =>
     s.query(
       'UPDATE sessions+INSERT events',
@@ -219,16 +215,10 @@ export async function advance(
         head.summary.updatedAt,
         head.createdAt,
         ...eventParameters(encoded, one),
-        ...(after === undefined ? [] : [after.seq, after.type, after.time, after.data]),
+        ...(after === undefined ? [null, null, null, null] : [after.seq, after.type, after.time, after.data]),
       ],
       name,
     ),
   );
   return result.rowCount === encoded.length;
-}
-
-/** The advance statement of one session: for one event or many, with or without `after`. */
-function advanceStatement(sql: Statements, one: boolean, after: boolean): Statement {
-  if (after) return one ? sql.advanceOneAfter : sql.advanceAfter;
-  return one ? sql.advanceOne : sql.advance;
 }

@@ -26,30 +26,26 @@ export interface Statements {
   load: Statement;
   /** $1 id, $2 from seq, $3 to seq: events in order. */
   selectEvents: Statement;
-  /** $1 id: the session row (all NULL when absent) and the log's highest seq. */
-  readHead: Statement;
   /**
-   * {@link Statements.readHead} plus, $2 seq, the events row at that seq (`after_*`, all NULL when
-   * there is none), in one snapshot: what an append with `after` is judged on after a failed claim.
+   * $1 id: the session row (all NULL when absent) and the log's highest seq; $2 seq (NULL for none)
+   * the events row at that seq (`after_*`, all NULL when there is none), in one snapshot: what an
+   * append with `after` is judged on after a failed claim.
    */
-  readHeadAfter: Statement;
+  readHead: Statement;
   /** The first batch: session row and events, gated by the INSERT of the row. */
   insertFirst: Statement;
-  /** A later batch: events, gated by the conditional UPDATE of next_seq. */
+  /**
+   * A later batch: events, gated by the conditional UPDATE of next_seq; with `after` ($15..$18 not
+   * NULL), also by the events row at seq $15 holding exactly type $16, time $17 and data $18
+   * (append.ts, `AfterRow`).
+   */
   advance: Statement;
   /** {@link Statements.advance} for one event, in scalar parameters (no arrays to build and parse). */
   advanceOne: Statement;
   /**
-   * {@link Statements.advance} that also requires the events row at seq $15 to hold exactly type
-   * $16, time $17 and data $18: an append with `after` (append.ts, `AfterRow`).
-   */
-  advanceAfter: Statement;
-  /** {@link Statements.advanceOne} with the condition of {@link Statements.advanceAfter}. */
-  advanceOneAfter: Statement;
-  /**
    * {@link Statements.advance} for many sessions at once (group-commit.ts): $1..$9 one array
    * element per session, $10..$15 one per event with its session id, $16..$19 per session the
-   * condition of {@link Statements.advanceAfter} (NULL for an append without `after`); answers
+   * `after` condition of {@link Statements.advance} (NULL for an append without `after`); answers
    * the claimed ids.
    */
   advanceGroup: Statement;
@@ -88,14 +84,14 @@ const ADVANCE_GROUP = (t: TableNames) =>
      WHERE u.session_id COLLATE "C" IN (SELECT id FROM head))
    SELECT id FROM head`;
 
-/** The claim of a later batch; with `after`, also on the events row at seq $15 ($16..$18). */
-const ADVANCE_HEAD = (t: TableNames, after: boolean) =>
+/** The claim of a later batch; with `after` ($15 not NULL), also on the events row at seq $15 ($16..$18). */
+const ADVANCE_HEAD = (t: TableNames) =>
   `WITH head AS (
      UPDATE ${t.sessions} SET next_seq = $2, updated_at = $3, committed_seq = $4, interrupted = $5,
        first_prompt = $6
-     WHERE id = $1 AND next_seq = $7 AND updated_at = $8 AND created_at = $9${
-       after ? ` AND ${AFTER_ROW(t, '$1', '$15::bigint', '$16::text', '$17::text', '$18::text')}` : ''
-     } RETURNING id)`;
+     WHERE id = $1 AND next_seq = $7 AND updated_at = $8 AND created_at = $9
+       AND ($15::bigint IS NULL OR ${AFTER_ROW(t, '$1', '$15::bigint', '$16::text', '$17::text', '$18::text')})
+     RETURNING id)`;
 
 const INSERT_ONE_EVENT = (t: TableNames) =>
   `INSERT INTO ${t.events} (session_id, seq, type, time, data, checksum)
@@ -124,10 +120,6 @@ export function statementsOf(t: TableNames): Statements {
        WHERE session_id = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq`,
     ),
     readHead: prepared(
-      `SELECT ${SESSION_COLUMNS}, (SELECT max(seq) FROM ${t.events} WHERE session_id = $1) AS max_seq
-       FROM (VALUES (1)) AS one LEFT JOIN ${t.sessions} ON id = $1`,
-    ),
-    readHeadAfter: prepared(
       `SELECT ${SESSION_COLUMNS}, (SELECT max(seq) FROM ${t.events} WHERE session_id = $1) AS max_seq,
          a.seq AS after_seq, a.type AS after_type, a.time AS after_time, a.data AS after_data,
          a.checksum AS after_checksum
@@ -142,10 +134,8 @@ export function statementsOf(t: TableNames): Statements {
          ON CONFLICT (id) DO NOTHING RETURNING id)
        ${INSERT_EVENTS(t, 15)}`,
     ),
-    advance: prepared(`${ADVANCE_HEAD(t, false)} ${INSERT_EVENTS(t, 10)}`),
-    advanceOne: prepared(`${ADVANCE_HEAD(t, false)} ${INSERT_ONE_EVENT(t)}`),
-    advanceAfter: prepared(`${ADVANCE_HEAD(t, true)} ${INSERT_EVENTS(t, 10)}`),
-    advanceOneAfter: prepared(`${ADVANCE_HEAD(t, true)} ${INSERT_ONE_EVENT(t)}`),
+    advance: prepared(`${ADVANCE_HEAD(t)} ${INSERT_EVENTS(t, 10)}`),
+    advanceOne: prepared(`${ADVANCE_HEAD(t)} ${INSERT_ONE_EVENT(t)}`),
     advanceGroup: prepared(ADVANCE_GROUP(t)),
   };
 }

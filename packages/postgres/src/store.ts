@@ -150,7 +150,7 @@ export class PostgresStore extends SessionStoreBase {
           else ({ head, afterRow } = await judgeHeadAfter(this.#db, this.#sql, id, after, reservation));
         }
         if (head === undefined) {
-          // Never with `after` (headAfter answered): a session without a row holds no event.
+          // Never with `after` (judgeHeadAfter answered): a session without a row holds no event.
           if (reservation === undefined) throw errors.notFound(id);
           planAppend(id, 0, batch); // CONFLICT unless the batch starts at seq 0
           const summary = this.firstSummary(reservation, batch);

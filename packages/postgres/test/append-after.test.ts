@@ -338,16 +338,22 @@ describe.skipIf(!available)('append after, for a retry of a stored batch', () =>
 });
 
 describe.skipIf(!available)('append after, in a group commit', () => {
-  it("fails the append whose after is wrong alone; the group's other batches are stored", async () => {
-    let groups = 0;
+  /** A store on one connection, counting the group statements it sends (`groups()`). */
+  async function groupCountingStore() {
+    let count = 0;
     const store = await openPostgresStore({
       connectionString: PG_URL,
       schema,
       poolSize: 1,
       beforeStatement: (step, sessionId) => {
-        if (step === 'UPDATE sessions+INSERT events' && sessionId === undefined) groups++;
+        if (step === 'UPDATE sessions+INSERT events' && sessionId === undefined) count++;
       },
     });
+    return { store, groups: () => count };
+  }
+
+  it("fails the append whose after is wrong alone; the group's other batches are stored", async () => {
+    const { store, groups } = await groupCountingStore();
     const sessions = [];
     for (let i = 0; i < 4; i++) sessions.push(await seeded(store));
     const wrongOne = sessions[2]!.id;
@@ -359,7 +365,7 @@ describe.skipIf(!available)('append after, in a group commit', () => {
         }),
       ),
     );
-    expect(groups).toBe(1);
+    expect(groups()).toBe(1);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     const failure = (results[2] as PromiseRejectedResult).reason as TidemarkError;
     expect(isTidemarkError(failure, 'CONFLICT')).toBe(true);
@@ -370,15 +376,7 @@ describe.skipIf(!available)('append after, in a group commit', () => {
   });
 
   it('claims a grouped session only while its row at after.seq is the one judged: a rewrite that kept the head loses it', async () => {
-    let groups = 0;
-    const store = await openPostgresStore({
-      connectionString: PG_URL,
-      schema,
-      poolSize: 1,
-      beforeStatement: (step, sessionId) => {
-        if (step === 'UPDATE sessions+INSERT events' && sessionId === undefined) groups++;
-      },
-    });
+    const { store, groups } = await groupCountingStore();
     const sessions = [];
     for (let i = 0; i < 3; i++) sessions.push(await seeded(store));
     const rewritten = sessions[1]!.id;
@@ -386,7 +384,7 @@ describe.skipIf(!available)('append after, in a group commit', () => {
     const results = await Promise.allSettled(
       sessions.map(({ id, stored }) => store.append(id, events(2, 1), { after: stored[1]! })),
     );
-    expect(groups).toBe(1);
+    expect(groups()).toBe(1);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((await store.load(rewritten)).events).toEqual(events(0, 2, 'new'));
     await store.close();
