@@ -12,19 +12,14 @@ import { openForRead, readdirForRead } from './read-handle.js';
  * remembered bucket first, then in every bucket: an id can be found without its cwd. Only ENOENT
  * counts as absence; a bucket that cannot be read fails the lookup with IO.
  */
-export async function locate(ctx: StoreContext, id: string): Promise<SessionPaths | undefined> {
-  const tried = new Set<string>();
-  const reservation = ctx.reservations.get(id);
-  const hints = [ctx.buckets.get(id), reservation !== undefined ? bucketOf(reservation.meta.cwd) : undefined];
-  for (const bucket of hints) {
-    if (bucket === undefined || tried.has(bucket)) continue;
-    tried.add(bucket);
-    const paths = await logIn(ctx, bucket, id);
-    if (paths !== undefined) return paths;
-  }
-  const paths = await logInBuckets(ctx, id, tried);
-  if (paths === undefined) ctx.buckets.delete(id);
-  return paths;
+export function locate(ctx: StoreContext, id: string): Promise<SessionPaths | undefined> {
+  return findInBuckets(
+    ctx,
+    id,
+    [],
+    (bucket) => logIn(ctx, bucket, id),
+    (root) => ctx.fs.readdir(root),
+  );
 }
 
 /**
@@ -33,34 +28,44 @@ export async function locate(ctx: StoreContext, id: string): Promise<SessionPath
  * rather than by lstat and then opening it (one file system round trip less per read). ENOENT
  * alone counts as absence from a bucket; any other fault is IO, as in {@link locate}.
  */
-export async function openLocated(
+export function openLocated(
   ctx: StoreContext,
   id: string,
 ): Promise<{ paths: SessionPaths; handle: FileHandlePort } | undefined> {
+  // The bucket without a cwd sorts before every `cwd-` bucket ('_' < 'c'): the first in name
+  // order when it holds the log, found without listing the root.
+  return findInBuckets(
+    ctx,
+    id,
+    [NO_CWD_BUCKET],
+    (bucket) => openIn(ctx, bucket, id),
+    (root) => readdirForRead(ctx.fs, root),
+  );
+}
+
+/**
+ * The first answer of `probe` for a bucket of `id`: the remembered one, its reservation's, each of
+ * `extra`, then every other bucket in name order; the remembered bucket is forgotten when none answers.
+ */
+async function findInBuckets<T>(
+  ctx: StoreContext,
+  id: string,
+  extra: readonly string[],
+  probe: (bucket: string) => Promise<T | undefined>,
+  readdir: (path: string) => Promise<string[]>,
+): Promise<T | undefined> {
   const tried = new Set<string>();
   const reservation = ctx.reservations.get(id);
   const hints = [ctx.buckets.get(id), reservation !== undefined ? bucketOf(reservation.meta.cwd) : undefined];
-  for (const bucket of hints) {
+  for (const bucket of [...hints, ...extra]) {
     if (bucket === undefined || tried.has(bucket)) continue;
     tried.add(bucket);
-    const found = await openIn(ctx, bucket, id);
+    const found = await probe(bucket);
     if (found !== undefined) return found;
   }
-  // The bucket without a cwd sorts before every `cwd-` bucket ('_' < 'c'): the first in name
-  // order when it holds the log, found without listing the root.
-  if (!tried.has(NO_CWD_BUCKET)) {
-    tried.add(NO_CWD_BUCKET);
-    const found = await openIn(ctx, NO_CWD_BUCKET, id);
-    if (found !== undefined) return found;
-  }
-  const names = await ioOrAbsent(`reading ${ctx.root}`, id, () => readdirForRead(ctx.fs, ctx.root));
-  for (const bucket of (names ?? []).filter(isBucketName).sort()) {
-    if (tried.has(bucket)) continue;
-    const found = await openIn(ctx, bucket, id);
-    if (found !== undefined) return found;
-  }
-  ctx.buckets.delete(id);
-  return undefined;
+  const found = await firstInBuckets(ctx, id, tried, probe, readdir);
+  if (found === undefined) ctx.buckets.delete(id);
+  return found;
 }
 
 async function openIn(ctx: StoreContext, bucket: string, id: string) {
@@ -80,16 +85,33 @@ async function logIn(ctx: StoreContext, bucket: string, id: string): Promise<Ses
 }
 
 /** The log of `id` in the first bucket (in name order) not in `skip` that holds one. */
-export async function logInBuckets(
+export function logInBuckets(
   ctx: StoreContext,
   id: string,
   skip: ReadonlySet<string>,
 ): Promise<SessionPaths | undefined> {
-  const names = await ioOrAbsent(`reading ${ctx.root}`, id, () => ctx.fs.readdir(ctx.root));
+  return firstInBuckets(
+    ctx,
+    id,
+    skip,
+    (bucket) => logIn(ctx, bucket, id),
+    (root) => ctx.fs.readdir(root),
+  );
+}
+
+/** The first answer of `probe` for the buckets under the root not in `skip`, in name order. */
+async function firstInBuckets<T>(
+  ctx: StoreContext,
+  id: string,
+  skip: ReadonlySet<string>,
+  probe: (bucket: string) => Promise<T | undefined>,
+  readdir: (path: string) => Promise<string[]>,
+): Promise<T | undefined> {
+  const names = await ioOrAbsent(`reading ${ctx.root}`, id, () => readdir(ctx.root));
   for (const bucket of (names ?? []).filter(isBucketName).sort()) {
     if (skip.has(bucket)) continue;
-    const paths = await logIn(ctx, bucket, id);
-    if (paths !== undefined) return paths;
+    const found = await probe(bucket);
+    if (found !== undefined) return found;
   }
   return undefined;
 }

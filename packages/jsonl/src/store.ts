@@ -114,17 +114,16 @@ export class JsonlStore extends SessionStoreBase {
     toSeq: number,
     last: number | undefined,
   ): AsyncIterable<readonly SessionEvent[]> {
-    if (last !== undefined) {
-      const fast =
-        toSeq === Number.MAX_SAFE_INTEGER ? await readLastEvents(this.ctx, id, fromSeq, last) : undefined;
-      if (fast !== undefined) {
-        if (fast.length > 0) yield fast;
-        return;
-      }
-      for await (const event of lastEvents(readEvents(this.ctx, id, fromSeq, toSeq), last)) yield [event];
+    const fast =
+      last !== undefined && toSeq === Number.MAX_SAFE_INTEGER
+        ? await readLastEvents(this.ctx, id, fromSeq, last)
+        : undefined;
+    if (fast !== undefined) {
+      if (fast.length > 0) yield fast;
       return;
     }
-    for await (const event of readEvents(this.ctx, id, fromSeq, toSeq)) yield [event];
+    const events = readEvents(this.ctx, id, fromSeq, toSeq);
+    for await (const event of last === undefined ? events : lastEvents(events, last)) yield [event];
   }
 
   protected storageList(query: ValidListQuery): Promise<SessionPage> {
