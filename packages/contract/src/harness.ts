@@ -103,6 +103,20 @@ export interface ContractCheck {
 }
 
 /**
+ * Runs `check` in `context`: undefined when the backend keeps the rule, the reason when the check
+ * does not apply to the store (a {@link ContractSkip}); rejects when the backend breaks it.
+ */
+export async function runInContext(check: ContractCheck, context: CheckContext): Promise<string | undefined> {
+  try {
+    await check.run(context);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ContractSkip) return error.message;
+    throw error;
+  }
+}
+
+/**
  * Runs one check outside vitest's `it()`: opens a context, runs, closes the stores it opened and
  * calls `driver.cleanup()`, whatever happened. Rejects when the backend breaks the rule; resolves
  * with undefined when it keeps it, or with the reason when the check does not apply to the store
@@ -115,11 +129,7 @@ export async function runContractCheck(
 ): Promise<string | undefined> {
   const context = new CheckContext(driver, resolveOptions(options));
   try {
-    await check.run(context);
-    return undefined;
-  } catch (error) {
-    if (error instanceof ContractSkip) return error.message;
-    throw error;
+    return await runInContext(check, context);
   } finally {
     try {
       await context.closeAll();

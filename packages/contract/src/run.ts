@@ -1,7 +1,7 @@
 import { afterEach, describe, it } from 'vitest';
 import { contractChecks } from './checks/index.js';
 import type { ContractDriver, ContractOptions } from './driver.js';
-import { CheckContext, type ContractCheck, ContractSkip, resolveOptions } from './harness.js';
+import { CheckContext, type ContractCheck, resolveOptions, runInContext } from './harness.js';
 import { modelBasedCheck } from './model/index.js';
 import { selectChecks } from './suites.js';
 
@@ -41,11 +41,9 @@ export function runStoreContract(driver: ContractDriver, options?: ContractOptio
             async (test) => {
               const context = new CheckContext(driver, resolved);
               try {
-                await check.run(context);
-              } catch (error) {
                 // A check about a capability the store does not claim: skipped, with the reason.
-                if (error instanceof ContractSkip) test.skip(error.message);
-                throw error;
+                const skipped = await runInContext(check, context);
+                if (skipped !== undefined) test.skip(skipped);
               } finally {
                 await context.closeAll();
               }

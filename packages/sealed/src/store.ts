@@ -359,20 +359,18 @@ class SealedSessionStore implements SealedStore {
     if (!isConflict(error) || this.keyring === undefined) return undefined;
     const keyring = this.keyring;
     try {
-      const fromSeq = after === undefined ? prepared[0]!.seq : after.given.event.seq;
+      const fromSeq = (after?.given.event ?? prepared[0]!).seq;
       const toSeq = prepared[prepared.length - 1]!.seq;
-      let i = after === undefined ? 0 : -1;
-      for await (const stored of this.inner.read(id, { fromSeq, toSeq })) {
-        const opened = openEvent(keyring, id, stored);
-        if (i === -1) {
-          if (opened.seq !== fromSeq || !isAfter(opened, after!)) return undefined;
-          i++;
-          continue;
-        }
-        const mine = prepared[i++];
-        if (mine === undefined || !sameEvent(mine, opened)) return undefined;
+      const opened: SessionEvent[] = [];
+      for await (const stored of this.inner.read(id, { fromSeq, toSeq }))
+        opened.push(openEvent(keyring, id, stored));
+      if (after !== undefined) {
+        // The stored event before the batch must be after (sameEvent compares the seq too).
+        const before = opened.shift();
+        if (before === undefined || !isAfter(before, after)) return undefined;
       }
-      if (i !== prepared.length) return undefined;
+      if (opened.length !== prepared.length || !prepared.every((mine, i) => sameEvent(mine, opened[i]!)))
+        return undefined;
       for await (const last of this.inner.read(id, { last: 1 })) return { nextSeq: last.seq + 1 };
     } catch {
       return undefined;

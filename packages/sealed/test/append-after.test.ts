@@ -4,22 +4,16 @@
 // sealed under another key (rotation, rekey), with its data's keys in another order, or stored
 // unredacted still counts as `after`. A record that does not open is CORRUPT, never written over.
 import { join } from 'node:path';
-import {
-  type AppendOptions,
-  checksAppendAfter,
-  type SessionEvent,
-  type SessionStore,
-  TidemarkError,
-} from '@tidemark/core';
+import { type AppendOptions, checksAppendAfter, type SessionEvent, type SessionStore } from '@tidemark/core';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openMemoryStore } from '@tidemark/memory';
 import { openSqliteStore } from '@tidemark/sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Redactor, SEALED_KEY, sealedFailureOf, sealedKeyId, sealStore } from '../src/index.js';
+import { SEALED_KEY, sealedFailureOf, sealedKeyId, sealStore } from '../src/index.js';
 import { Keyring } from '../src/keyring.js';
 import { rekeyStore } from '../src/rekey/index.js';
 import { removeTempDirs, tempDir } from './backends.js';
-import { ev, K1, K2, keyring, oldKeyring } from './helpers.js';
+import { ev, K1, K2, keyring, oldKeyring, rejection, tiny } from './helpers.js';
 
 const K3 = Buffer.alloc(32, 3).toString('base64');
 /** k3 current, k2 and k1 to open: a second rotation after a rekey under k2. */
@@ -63,13 +57,15 @@ function counted(inner: SessionStore): { store: SessionStore; reads: () => numbe
   return { store, reads: () => reads };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<TidemarkError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(TidemarkError);
-  return error as TidemarkError;
+/** `inner` with `capabilities` read from `capabilities()` each time (every other member its own). */
+function withCapabilities(inner: SessionStore, capabilities: () => unknown): SessionStore {
+  return new Proxy(inner, {
+    get(target, key) {
+      if (key === 'capabilities') return capabilities();
+      const value = Reflect.get(target, key, target) as unknown;
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  });
 }
 
 /** The raw records of `id`: what the inner store holds. */
@@ -86,18 +82,6 @@ async function expectAfterConflict(promise: Promise<unknown>, id: string, seq: n
   expect(error.message).toContain(`session ${id}: the append was planned after`);
   expect(error.message).toContain(`seq ${seq}`);
 }
-
-// A tiny redactor, so that the wiring is tested apart from the patterns (tested in test/redact).
-const tiny: Redactor = {
-  redactText(text) {
-    const parts = text.split('SECRET');
-    const n = parts.length - 1;
-    return {
-      text: parts.join('[redacted:tiny]'),
-      counts: (n > 0 ? { tiny: n } : {}) as Record<string, number>,
-    };
-  },
-};
 
 describe.each(backends)('append with after over a sealed %s store', (_name, make) => {
   it('writes the batch when after is the stored event (the sealed bytes match: no extra read)', async () => {
@@ -397,14 +381,7 @@ describe('capabilities', () => {
 
   it('appendAfter is false over an inner store without capabilities or without appendAfter', async () => {
     const memory = await openMemoryStore();
-    const fake = (capabilities: unknown): SessionStore =>
-      new Proxy(memory, {
-        get(target, key) {
-          if (key === 'capabilities') return capabilities;
-          const value = Reflect.get(target, key, target) as unknown;
-          return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-        },
-      });
+    const fake = (capabilities: unknown): SessionStore => withCapabilities(memory, () => capabilities);
     for (const capabilities of [undefined, { appendAfter: false }]) {
       const store = sealStore(fake(capabilities), { keys: keyring });
       expect(store.capabilities).toEqual({ appendAfter: false });
@@ -420,13 +397,7 @@ describe('capabilities', () => {
   it('is decided when the sealed store is made', async () => {
     let capabilities: { appendAfter: boolean } | undefined = { appendAfter: true };
     const memory = await openMemoryStore();
-    const inner = new Proxy(memory, {
-      get(target, key) {
-        if (key === 'capabilities') return capabilities;
-        const value = Reflect.get(target, key, target) as unknown;
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-      },
-    });
+    const inner = withCapabilities(memory, () => capabilities);
     const store = sealStore(inner, { keys: keyring });
     capabilities = undefined;
     expect(store.capabilities.appendAfter).toBe(true);

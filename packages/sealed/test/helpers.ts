@@ -1,5 +1,7 @@
+import { TidemarkError } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { Keyring } from '../src/index.js';
+import { expect } from 'vitest';
+import { Keyring, type Redactor } from '../src/index.js';
 
 /** Two fixed keys: `k2` current, `k1` older. */
 export const K1 = Buffer.alloc(32, 1).toString('base64');
@@ -18,3 +20,26 @@ export function ev(seq: number, data: unknown = { n: seq }, type = 'tool/call') 
 export function memory() {
   return openMemoryStore();
 }
+
+/** The TidemarkError `promise` rejects with (fails the test when it resolves or throws anything else). */
+export async function rejection(promise: Promise<unknown>): Promise<TidemarkError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(TidemarkError);
+    return error as TidemarkError;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** A tiny redactor, so that the wiring is tested apart from the patterns (tested in test/redact). */
+export const tiny: Redactor = {
+  redactText(text) {
+    const parts = text.split('SECRET');
+    const n = parts.length - 1;
+    return {
+      text: parts.join('[redacted:tiny]'),
+      counts: (n > 0 ? { tiny: n } : {}) as Record<string, number>,
+    };
+  },
+};

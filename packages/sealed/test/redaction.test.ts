@@ -1,18 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTIONS_ATTR, type Redactor, sealStore } from '../src/index.js';
-import { ev, keyring, memory } from './helpers.js';
-
-// A tiny redactor, so that the wiring is tested apart from the patterns (tested in test/redact).
-const tiny: Redactor = {
-  redactText(text) {
-    const parts = text.split('SECRET');
-    const n = parts.length - 1;
-    return {
-      text: parts.join('[redacted:tiny]'),
-      counts: (n > 0 ? { tiny: n } : {}) as Record<string, number>,
-    };
-  },
-};
+import { REDACTIONS_ATTR, sealStore } from '../src/index.js';
+import { ev, keyring, memory, tiny } from './helpers.js';
 
 describe('redaction before sealing', () => {
   it('redacts data, title, firstPrompt and attrs and keeps the counts in the sealed attrs', async () => {

@@ -1,17 +1,6 @@
-import { TidemarkError } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { isSealedData, isSealedText, SEALED_KEY, sealedFailureOf, sealStore } from '../src/index.js';
-import { ev, keyring, memory, oldKeyring } from './helpers.js';
-
-async function rejection(promise: Promise<unknown>): Promise<TidemarkError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(TidemarkError);
-    return error as TidemarkError;
-  }
-  throw new Error('expected a rejection');
-}
+import { ev, keyring, memory, oldKeyring, rejection } from './helpers.js';
 
 describe('round trip through a sealed store', () => {
   it('returns every operation in clear and stores only sealed values', async () => {

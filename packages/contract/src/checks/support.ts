@@ -8,7 +8,6 @@ import {
   type SessionEvent,
   type SessionStore,
   type SessionSummary,
-  type StoreOptions,
 } from '@tidemark/core';
 import { type CheckContext, describeError, evs, skipCheck, violation } from '../harness.js';
 
@@ -27,8 +26,8 @@ export async function materialize(
  * Opens a store for a check of `append(…, { after })` (contract §4.2); skips the check, with the
  * reason, when the store does not claim `capabilities.appendAfter` (it may ignore the option).
  */
-export async function openCheckingAfter(ctx: CheckContext, options?: StoreOptions): Promise<SessionStore> {
-  const store = await ctx.open(options);
+export async function openCheckingAfter(ctx: CheckContext): Promise<SessionStore> {
+  const store = await ctx.open();
   if (!checksAppendAfter(store)) {
     skipCheck(
       `${ctx.driver.name} does not check append(…, { after }): its store has no capabilities.appendAfter (contract §4.2)`,
