@@ -6,7 +6,6 @@
 // can come between the check and the write.
 import {
   assertStoredAfter,
-  dataJsonOf,
   errors,
   type PreparedEvent,
   type Reservation,
@@ -18,6 +17,7 @@ import {
   decodeEventRow,
   type EncodedEvent,
   type EventRow,
+  encodeEvent,
   encodeText,
   rowToSummary,
   type SessionRow,
@@ -46,10 +46,10 @@ export interface AfterRow {
   data: string;
 }
 
-/** The columns an append of `after` writes, as the claim's condition. */
+/** The columns an append of `after` writes ({@link encodeEvent}'s), as the claim's condition. */
 export function afterRowOf(after: PreparedEvent): AfterRow {
-  const { seq, type, time } = after.event;
-  return { seq, type: encodeText(type), time, data: dataJsonOf(after) };
+  const { seq, type, time, data } = encodeEvent(after);
+  return { seq, type, time, data };
 }
 
 type HeadRow = SessionRow & { max_seq: string | null };
