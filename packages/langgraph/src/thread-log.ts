@@ -144,20 +144,16 @@ export class ThreadLog {
         confirmed = true;
       }
       for (let attempt = 0; ; ) {
-        let records: ThreadRecord[];
+        let records: ThreadRecord[] | undefined;
         try {
           records = build(entry.state);
         } catch (error) {
           if (confirmed) throw error;
-          // Refused on the cache alone: decide again on what the store holds.
-          entry = (await this.sync(threadId, sessionId, entry)).entry;
-          confirmed = true;
-          continue;
         }
-        if (records.length === 0) {
+        if (records === undefined || records.length === 0) {
           if (confirmed) return;
-          // "Already stored" on the cache alone (another host may have deleted or rewritten the
-          // thread since): decide again on what the store holds.
+          // Refused or "already stored" on the cache alone (another host may have deleted or
+          // rewritten the thread since): decide again on what the store holds.
           entry = (await this.sync(threadId, sessionId, entry)).entry;
           confirmed = true;
           continue;
