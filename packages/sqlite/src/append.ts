@@ -73,9 +73,12 @@ export function appendInTransaction(
   reservation: Reservation | undefined,
   after?: PreparedEvent,
 ): AppendResult {
-  // One query for the summary fields an append changes and the last stored seq.
+  // One query for the summary fields an append changes and the last stored seq (and, with
+  // `after`, the event stored at its seq).
   conn.step('SELECT sessions', id);
-  const row = conn.stmts.appendHead.get(id) as AppendHeadRow | undefined;
+  const row = (
+    after === undefined ? conn.stmts.appendHead.get(id) : conn.stmts.appendHeadAfter.get(after.event.seq, id)
+  ) as AppendHeadRow | undefined;
   if (row === undefined) {
     // Also with a reservation: its first batch would otherwise collide with the orphaned rows.
     conn.assertNoOrphanEvents(id);
@@ -87,7 +90,7 @@ export function appendInTransaction(
   // Before the batch is planned, so that a retry of stored events is checked too. The write lock
   // is held since BEGIN IMMEDIATE: no other connection can delete or rewrite the session between
   // this check and the COMMIT.
-  if (after !== undefined) assertAfterStored(conn, id, nextSeq, after);
+  if (after !== undefined) assertAfterStored(conn, id, row, after);
   const plan = planAppend(id, nextSeq, batch);
   if (plan.kind === 'compare') {
     conn.step('SELECT events', id);
@@ -104,20 +107,21 @@ export function appendInTransaction(
 }
 
 /**
- * CONFLICT (core's `assertStoredAfter`) unless the event stored at `after.seq` is `after`: one
- * lookup by the events key. A row whose columns are exactly what an append of `after` writes
- * (same type, time and data text, sound checksum) is `after`; any other row is decoded and
- * compared as events, so that data stored with other key order or spacing still matches.
+ * CONFLICT (core's `assertStoredAfter`) unless the event stored at `after.seq` is `after`: read
+ * with the head (`appendHeadAfter`, columns 6 on; its seq is null when there is none). A row whose
+ * columns are exactly what an append of `after` writes (same type, time and data text, sound
+ * checksum) is `after`; any other row is decoded and compared as events, so that data stored with
+ * other key order or spacing still matches.
  */
-function assertAfterStored(conn: SqliteConnection, id: string, nextSeq: number, after: PreparedEvent): void {
+function assertAfterStored(
+  conn: SqliteConnection,
+  id: string,
+  head: AppendHeadRow | undefined,
+  after: PreparedEvent,
+): void {
   const seq = after.event.seq;
-  let row: EventRow | undefined;
-  // The head read above checked that the log ends at nextSeq - 1: past it there is no row to read.
-  if (seq < nextSeq) {
-    conn.step('SELECT events', id);
-    row = conn.stmts.eventRange.get(id, seq, seq) as EventRow | undefined;
-    if (row !== undefined && isRowOf(row, after)) return;
-  }
+  const row = head === undefined || head[6] === null ? undefined : (head.slice(6) as EventRow);
+  if (row !== undefined && isRowOf(row, after)) return;
   assertStoredAfter(id, row === undefined ? undefined : decodeEventRows(id, [row], seq, conn.file)[0], after);
 }
 

@@ -36,6 +36,7 @@ export interface Statements {
   hasSession: Statement<[string], number>;
   updatedAtOf: Statement<[string], unknown>;
   appendHead: Statement<[string]>;
+  appendHeadAfter: Statement<[number, string]>;
   updateAfterAppend: Statement<[string, number, number, number, string | null, string]>;
   insertSession: Statement;
   updateSummary: Statement;
@@ -77,6 +78,15 @@ function sessionStatements(db: Database.Database) {
       .prepare<[string]>(
         `SELECT updated_at, event_count, committed_seq, interrupted, first_prompt,
            (SELECT max(seq) FROM events WHERE session_id = sessions.id) FROM sessions WHERE id = ?`,
+      )
+      .raw(),
+    // The same, with the event an append names as `after` (its seq bound first): the head and that
+    // event in one statement, on the path of every append an adapter plans on its cache.
+    appendHeadAfter: db
+      .prepare<[number, string]>(
+        `SELECT s.updated_at, s.event_count, s.committed_seq, s.interrupted, s.first_prompt,
+           (SELECT max(seq) FROM events WHERE session_id = s.id), e.seq, e.type, e.time, e.data, e.crc
+         FROM sessions AS s LEFT JOIN events AS e ON e.session_id = s.id AND e.seq = ? WHERE s.id = ?`,
       )
       .raw(),
     updateAfterAppend: db.prepare<[string, number, number, number, string | null, string]>(

@@ -44,15 +44,14 @@ async function seeded(store: SqliteStore, id: string, count = 2, tag = 'e'): Pro
 }
 
 describe('append after the stored event', () => {
-  it('writes the batch when the event at after.seq is after, checked by one lookup inside the write transaction', async () => {
+  it('writes the batch when the event at after.seq is after, read with the head inside the write transaction', async () => {
     const { store, names, clear } = await recordingStore();
     const stored = await seeded(store, 's');
     clear();
     expect(await store.append('s', events(2, 2), { after: stored[1]! })).toEqual({ nextSeq: 4 });
     expect(names).toEqual([
       'BEGIN IMMEDIATE',
-      'SELECT sessions',
-      'SELECT events', // the event at after.seq
+      'SELECT sessions', // the head, and the event at after.seq in the same statement
       'UPDATE sessions',
       'INSERT events',
       'INSERT events',
@@ -180,7 +179,8 @@ describe('append after, with another connection on the same file', () => {
     const raw = new Database(path, { timeout: 0 });
     const refused: string[] = [];
     state.during = (step) => {
-      if (step !== 'SELECT events') return;
+      // The head read, which also reads the event at after.seq: the check is made under the lock.
+      if (step !== 'SELECT sessions') return;
       try {
         raw.prepare("DELETE FROM events WHERE session_id = 's'").run();
       } catch (error) {
@@ -203,8 +203,8 @@ describe('append after, for a retry of a stored batch', () => {
     await store.append('s', events(2, 2), { after: stored[1]! });
     clear();
     expect(await store.append('s', events(2, 2), { after: stored[1]! })).toEqual({ nextSeq: 4 });
-    // The event at after.seq, then the stored batch compared: nothing written.
-    expect(names).toEqual(['BEGIN IMMEDIATE', 'SELECT sessions', 'SELECT events', 'SELECT events', 'COMMIT']);
+    // The head with the event at after.seq, then the stored batch compared: nothing written.
+    expect(names).toEqual(['BEGIN IMMEDIATE', 'SELECT sessions', 'SELECT events', 'COMMIT']);
     expect((await store.load('s')).events).toEqual(events(0, 4));
     await store.close();
   });
