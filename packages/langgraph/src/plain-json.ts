@@ -1,16 +1,16 @@
-// A value held as JSON (`j`) read without a round trip through LangGraph's own serializer, when the
-// saver uses that serializer unchanged: `JsonPlusSerializer.loadsTyped('json', text)` parses the
-// text and passes it through a reviver that rebuilds only objects marked with an `lc` key (LangChain
-// objects, and `undefined`, Set, Map, RegExp, Error, Uint8Array and delta snapshots); every other
-// value comes back as a plain copy. So for a value with no `lc` key anywhere, a plain copy of the
-// JSON the store already parsed is what the serializer gives, without writing the text out, parsing
-// it again and the reviver's promise per key (about a tenth of a new process's getTuple). Any other
-// serializer, a subclass, or a value with an `lc` key (or anything a copy could tell apart from the
-// text's parse) goes through `loadsTyped` as before.
+// A `json` value read without a round trip through LangGraph's own serializer, when the saver uses
+// that serializer unchanged: `JsonPlusSerializer.loadsTyped('json', text)` parses the text and passes
+// it through a reviver that rebuilds only objects marked with an `lc` key (LangChain objects, and
+// `undefined`, Set, Map, RegExp, Error, Uint8Array and delta snapshots); every other value comes back
+// as a plain copy. So for a value with no `lc` key anywhere, a plain parse of the stored text (`s`),
+// or a plain copy of the JSON the store already parsed (`j`, written by earlier versions), is what
+// the serializer gives, without the reviver's promise per key (about a tenth of a new process's
+// getTuple). Any other serializer, a subclass, or a value with an `lc` key (or anything a plain parse
+// could tell apart from the serializer's) goes through `loadsTyped` as before.
 import { JsonPlusSerializer, type SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import type { JsonValue } from '@tidemark/core';
 
-/** Nesting copied at most (the saver writes `j` values up to 64 deep; deeper ones go the long way). */
+/** Nesting read plainly at most; deeper values go the long way. */
 const MAX_DEPTH = 100;
 
 /** Returned by {@link plainCopy} when the value needs the serializer. */
@@ -35,6 +35,21 @@ export function plainJsonValue(j: JsonValue): { value: unknown } | undefined {
   return value === SERIALIZER ? undefined : { value };
 }
 
+/**
+ * What `JsonPlusSerializer.loadsTyped('json', text)` gives, or `undefined` when only the serializer
+ * can tell (as {@link plainJsonValue}; also text that is not JSON, which the serializer rejects).
+ */
+export function plainJsonText(text: string): { value: unknown } | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  // The parse is this call's own: checked in place, not copied again.
+  return isPlain(value, 0) ? { value } : undefined;
+}
+
 function plainCopy(j: JsonValue, depth: number): unknown {
   if (typeof j === 'number') return Number.isFinite(j) && !Object.is(j, -0) ? j : SERIALIZER;
   if (typeof j !== 'object' || j === null) return j;
@@ -56,4 +71,20 @@ function plainCopy(j: JsonValue, depth: number): unknown {
     out[key] = item;
   }
   return out;
+}
+
+/** True when {@link plainCopy} of `value` (a fresh parse) would be a copy of it. */
+function isPlain(value: unknown, depth: number): boolean {
+  if (typeof value === 'number') return !Object.is(value, -0);
+  if (typeof value !== 'object' || value === null) return true;
+  if (depth >= MAX_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i += 1) if (!isPlain(value[i], depth + 1)) return false;
+    return true;
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (key === 'lc' || key === '__proto__' || !isPlain(record[key], depth + 1)) return false;
+  }
+  return true;
 }

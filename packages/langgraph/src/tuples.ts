@@ -10,7 +10,7 @@ import {
   type SerializerProtocol,
   TASKS,
 } from '@langchain/langgraph-checkpoint';
-import { isPlainJsonSerde, plainJsonValue } from './plain-json.js';
+import { isPlainJsonSerde, plainJsonText, plainJsonValue } from './plain-json.js';
 import type { CheckpointRecord, SerializedValue, Version } from './records.js';
 import type { StoredWrite, ThreadState } from './thread-state.js';
 import { decodeForSerde, smallValueKey } from './values.js';
@@ -50,19 +50,19 @@ export function checkpointConfig(threadId: string, ns: string, id: string): Runn
 }
 
 /**
- * Deserializes a stored value: a promise of it, or the value itself when it is held as JSON and
- * LangGraph's own serializer would only copy it (see plain-json.ts).
+ * Deserializes a stored value: a promise of it, or the value itself when it is `json` held as text
+ * or JSON and LangGraph's own serializer would only parse or copy it (see plain-json.ts).
  */
 export function loadValue(serde: SerializerProtocol, value: SerializedValue): unknown {
   const plain = plainValue(serde, value);
   return plain === undefined ? serde.loadsTyped(value.t, decodeForSerde(value)) : plain.value;
 }
 
-/** {@link plainJsonValue} of a `json` value held as JSON, when `serde` is LangGraph's own. */
+/** {@link plainJsonText} or {@link plainJsonValue} of a `json` value, when `serde` is LangGraph's own. */
 function plainValue(serde: SerializerProtocol, value: SerializedValue): { value: unknown } | undefined {
-  if (value.t !== 'json' || value.z !== undefined || value.b !== undefined || value.s !== undefined)
+  if (value.t !== 'json' || value.z !== undefined || value.b !== undefined || !isPlainJsonSerde(serde))
     return undefined;
-  return isPlainJsonSerde(serde) ? plainJsonValue(value.j ?? null) : undefined;
+  return value.s !== undefined ? plainJsonText(value.s) : plainJsonValue(value.j ?? null);
 }
 
 /** Stored values this short (characters of their stored form) are remembered by their content: `null`, `1`, `""`... */

@@ -1,9 +1,12 @@
 // How a serialized value is kept inside an event's JSON, in the smallest form that gives its bytes
 // back exactly: deflated, in base64 (`z`), when that is clearly smaller (by a fifth and by 1 KiB at
-// least: a list channel that grows every step is stored whole at every step); else the JSON itself (`j`)
-// when the serializer's bytes are JSON that JSON.stringify writes back byte for byte; the text
-// (`s`) when they are other UTF-8; base64 (`b`) otherwise, and for type `bytes`. Base64 was the
-// only form before: records holding it stay readable.
+// least: a list channel that grows every step is stored whole at every step); else the text (`s`)
+// when the bytes are UTF-8; base64 (`b`) otherwise, and for type `bytes`. Earlier versions also kept
+// a `json` value as the JSON itself (`j`) when JSON.stringify wrote it back byte for byte, and
+// before that base64 was the only form: records holding either stay readable. A value is written
+// as text rather than as JSON because every append validates, copies and serializes its event's
+// data again: a string is one step of that, the JSON of a checkpoint dozens (and checking that it
+// writes back exactly cost a parse and a stringify more on every put).
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 import type { JsonValue } from '@tidemark/core';
 
@@ -34,8 +37,6 @@ const MIN_DEFLATE_SAVING = 1024;
  */
 const INFLATE_CHUNK = 128 * 1024;
 
-/** Nesting kept well under a store's `maxDepth` (256 by default) with room for the event around it. */
-const MAX_J_DEPTH = 64;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Bytes to the stored form. */
@@ -53,38 +54,9 @@ export function encodeBytes(type: string, bytes: Uint8Array): SerializedValue {
     } catch {
       text = undefined;
     }
-    if (text !== undefined) {
-      if (type === 'json') {
-        const parsed = parseExact(text);
-        if (parsed !== undefined) return { t: type, j: parsed.value };
-      }
-      return { t: type, s: text };
-    }
+    if (text !== undefined) return { t: type, s: text };
   }
   return { t: type, b: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64') };
-}
-
-/** `text` parsed, when JSON.stringify writes it back identically and it nests shallowly enough. */
-function parseExact(text: string): { value: JsonValue } | undefined {
-  let value: JsonValue;
-  try {
-    value = JSON.parse(text) as JsonValue;
-  } catch {
-    return undefined;
-  }
-  if (depth(value, 0) > MAX_J_DEPTH || JSON.stringify(value) !== text) return undefined;
-  return { value };
-}
-
-function depth(value: JsonValue, level: number): number {
-  if (typeof value !== 'object' || value === null) return level;
-  if (level > MAX_J_DEPTH) return level;
-  let deepest = level + 1;
-  for (const child of Array.isArray(value) ? value : Object.values(value)) {
-    if (typeof child === 'object' && child !== null) deepest = Math.max(deepest, depth(child, level + 1));
-    if (deepest > MAX_J_DEPTH) break;
-  }
-  return deepest;
 }
 
 /**
@@ -119,16 +91,15 @@ export function decodeForSerde(value: SerializedValue): Uint8Array | string {
 export function sameSerialized(a: SerializedValue | undefined, b: SerializedValue | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   if (a.t !== b.t) return false;
-  if (
-    a.b !== undefined ||
-    b.b !== undefined ||
-    a.s !== undefined ||
-    b.s !== undefined ||
-    a.z !== undefined ||
-    b.z !== undefined
-  )
-    return a.b === b.b && a.s === b.s && a.z === b.z;
-  return JSON.stringify(a.j ?? null) === JSON.stringify(b.j ?? null);
+  if (a.b !== undefined || b.b !== undefined || a.z !== undefined || b.z !== undefined)
+    return a.b === b.b && a.z === b.z;
+  // Text and JSON: a `j` was kept only when JSON.stringify gave its bytes back exactly, so the same
+  // bytes in the two forms compare equal (a value written by an earlier version, put again).
+  return textOf(a) === textOf(b);
+}
+
+function textOf(value: SerializedValue): string {
+  return value.s ?? JSON.stringify(value.j ?? null);
 }
 
 /**

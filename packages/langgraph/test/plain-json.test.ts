@@ -1,5 +1,6 @@
-// A value held as JSON is read without LangGraph's serializer only when that serializer would hand
-// back a plain copy of it: the result is the serializer's own, value for value and class for class,
+// A json value, held as text (as it is written now) or as JSON (as earlier versions wrote it), is
+// read without LangGraph's serializer only when that serializer would hand back a plain copy of it:
+// the result is the serializer's own, value for value and class for class,
 // for plain JSON, for every kind of value the serializer revives (LangChain messages, undefined,
 // Set, Map, RegExp, Error, Uint8Array, Send-like objects, delta snapshots), and for what a copy
 // could get wrong; any other serializer is always asked.
@@ -8,7 +9,7 @@ import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { DeltaSnapshot, JsonPlusSerializer, type SerializerProtocol } from '@langchain/langgraph-checkpoint';
 import type { JsonValue } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
-import { isPlainJsonSerde, plainJsonValue } from '../src/plain-json.js';
+import { isPlainJsonSerde, plainJsonText, plainJsonValue } from '../src/plain-json.js';
 import { loadValue } from '../src/tuples.js';
 import { decodeBytes, encodeBytes } from '../src/values.js';
 
@@ -43,15 +44,37 @@ async function stored(value: unknown) {
   return encodeBytes(type, typeof bytes === 'string' ? new TextEncoder().encode(bytes) : bytes);
 }
 
-describe('a value held as JSON, read without the serializer', () => {
+/** `value`'s stored form as versions before text wrote it: the JSON itself where it writes back exactly. */
+async function storedAsJson(value: unknown) {
+  const form = await stored(value);
+  if (form.s === undefined || form.t !== 'json') return form;
+  const j = JSON.parse(form.s) as JsonValue;
+  return JSON.stringify(j) === form.s ? { t: form.t, j } : form;
+}
+
+describe('a json value held as text or as JSON, read without the serializer', () => {
   it.each(values)('gives what the serializer gives for %s', async (_, value) => {
-    const form = await stored(value);
-    // Through the event's JSON, as every backend keeps it.
-    const kept = JSON.parse(JSON.stringify(form));
-    const expected = await serde.loadsTyped(kept.t, decodeBytes(kept));
-    const [type, bytes] = await serde.dumpsTyped(value);
-    expect(await serde.loadsTyped(type, bytes)).toStrictEqual(expected);
-    expect(await loadValue(serde, kept)).toStrictEqual(expected);
+    for (const form of [await stored(value), await storedAsJson(value)]) {
+      // Through the event's JSON, as every backend keeps it.
+      const kept = JSON.parse(JSON.stringify(form));
+      const expected = await serde.loadsTyped(kept.t, decodeBytes(kept));
+      const [type, bytes] = await serde.dumpsTyped(value);
+      expect(await serde.loadsTyped(type, bytes)).toStrictEqual(expected);
+      expect(await loadValue(serde, kept)).toStrictEqual(expected);
+    }
+  });
+
+  it('parses only plain JSON text with no lc key, and gives a fresh value each time', () => {
+    const text = '{"a":[1,{"b":2}],"c":"x"}';
+    const first = plainJsonText(text)!.value as { a: unknown[] };
+    expect(first).toEqual({ a: [1, { b: 2 }], c: 'x' });
+    expect(first.a).not.toBe((plainJsonText(text)!.value as { a: unknown[] }).a);
+    expect(plainJsonText('{"x":[{"lc":1}]}')).toBeUndefined();
+    expect(plainJsonText('{"__proto__": 1}')).toBeUndefined();
+    expect(plainJsonText('{"n": -0}')).toBeUndefined();
+    expect(plainJsonText('{"a": 1')).toBeUndefined();
+    expect(plainJsonText(`${'['.repeat(200)}${']'.repeat(200)}`)).toBeUndefined();
+    expect(plainJsonText(`${'['.repeat(50)}${']'.repeat(50)}`)).toBeDefined();
   });
 
   it('copies only plain JSON with no lc key, and gives a fresh copy each time', () => {
@@ -82,8 +105,12 @@ describe('a value held as JSON, read without the serializer', () => {
     expect(isPlainJsonSerde(new Subclass())).toBe(false);
     expect(isPlainJsonSerde(overridden)).toBe(false);
     expect(isPlainJsonSerde(custom)).toBe(false);
-    const form = { t: 'json', j: { a: 1 } };
-    expect(await loadValue(overridden, form)).toBe('custom json {"a":1}');
-    expect(await loadValue(custom, form)).toBe('from the custom serializer');
+    for (const form of [
+      { t: 'json', j: { a: 1 } },
+      { t: 'json', s: '{"a":1}' },
+    ]) {
+      expect(await loadValue(overridden, form)).toBe('custom json {"a":1}');
+      expect(await loadValue(custom, form)).toBe('from the custom serializer');
+    }
   });
 });

@@ -1,6 +1,7 @@
-// Values are stored in the smallest form that gives their bytes back exactly (deflated, the JSON
-// itself, text, or base64), and a thread written when base64 was the only form reads the same, as
-// does one written when values that deflating saved less than 1 KiB of were deflated too.
+// Values are stored in the smallest form that gives their bytes back exactly (deflated, text, or
+// base64), and a thread written when base64 was the only form reads the same, as does one written
+// when values that deflating saved less than 1 KiB of were deflated too, and one written when json
+// values were kept as the JSON itself.
 
 import { deflateRawSync } from 'node:zlib';
 import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
@@ -8,7 +9,13 @@ import type { JsonValue, SessionEvent } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
-import { decodeBytes, decodeForSerde, encodeBytes, storedLengthAtMost } from '../src/values.js';
+import {
+  decodeBytes,
+  decodeForSerde,
+  encodeBytes,
+  sameSerialized,
+  storedLengthAtMost,
+} from '../src/values.js';
 
 const State = Annotation.Root({
   items: Annotation<{ n: number; text: string }[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }),
@@ -29,7 +36,7 @@ function buildGraph(saver: TidemarkSaver) {
 /** `event` with every stored value (`{ t, b|s|j|z }`) replaced by `form(type, bytes)`. */
 function rewriteValues(
   event: SessionEvent,
-  form: (type: string, bytes: Uint8Array) => Record<string, string>,
+  form: (type: string, bytes: Uint8Array) => Record<string, JsonValue>,
 ): SessionEvent {
   const rewrite = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(rewrite);
@@ -48,6 +55,19 @@ function asBase64(event: SessionEvent): SessionEvent {
 }
 
 /**
+ * An event with every `json` value held as the JSON itself where JSON.stringify writes its bytes
+ * back exactly, as the versions before text was the form of `json` values wrote them.
+ */
+function asJson(event: SessionEvent): SessionEvent {
+  return rewriteValues(event, (type, bytes) => {
+    const { t: _t, ...form } = encodeBytes(type, bytes);
+    if (type !== 'json' || form.s === undefined) return form as Record<string, JsonValue>;
+    const j = JSON.parse(form.s) as JsonValue;
+    return JSON.stringify(j) === form.s ? { j } : (form as Record<string, JsonValue>);
+  });
+}
+
+/**
  * An event with every stored value of 1 KiB and more that deflating shrinks by a fifth deflated,
  * as versions before the 1 KiB minimum saving wrote them (the rest as they are now).
  */
@@ -57,7 +77,7 @@ function asDeflatedFromOneKiB(event: SessionEvent): SessionEvent {
     if (bytes.byteLength >= 1024 && (deflated.byteLength * 4) / 3 < bytes.byteLength * 0.8)
       return { z: deflated.toString('base64') };
     const { t: _t, ...form } = encodeBytes(type, bytes);
-    return form as Record<string, string>;
+    return form as Record<string, JsonValue>;
   });
 }
 
@@ -86,18 +106,20 @@ describe('stored value forms', () => {
   it('give back the exact bytes in every form', () => {
     const utf8 = (text: string) => new TextEncoder().encode(text);
     const cases: [string, Uint8Array, string][] = [
-      ['json', utf8('{"a":[1,2,{"b":null}],"c":"é"}'), 'j'],
-      ['json', utf8('{"a": 1}'), 's'], // not as JSON.stringify writes it
+      // Type json as its text, whether or not JSON.stringify would write it so (earlier versions
+      // kept the former as the JSON itself, `j`: read in 'read values held as JSON' below).
+      ['json', utf8('{"a":[1,2,{"b":null}],"c":"é"}'), 's'],
+      ['json', utf8('{"a": 1}'), 's'],
       ['json', utf8('-0'), 's'],
       ['json', utf8(JSON.stringify([...Array(200).keys()].map((n) => ({ n, text: `entry ${n}` })))), 'z'],
       // Deflating saves three quarters of it, but under 1 KiB: not worth an inflate on every read.
-      ['json', utf8(JSON.stringify([...Array(40).keys()].map((n) => ({ n, text: `entry ${n}` })))), 'j'],
+      ['json', utf8(JSON.stringify([...Array(40).keys()].map((n) => ({ n, text: `entry ${n}` })))), 's'],
       ['other', utf8('plain text, '.repeat(100)), 'z'],
       ['other', utf8('plain text, '.repeat(60)), 's'],
       ['other', utf8('plain text'), 's'],
       ['other', new Uint8Array([0xff, 0xfe, 0x00]), 'b'],
       ['bytes', new Uint8Array([1, 2, 3]), 'b'],
-      ['json', utf8(`${'['.repeat(100)}${']'.repeat(100)}`), 's'], // nested deeper than kept as JSON
+      ['json', utf8(`${'['.repeat(100)}${']'.repeat(100)}`), 's'],
     ];
     for (const [type, bytes, form] of cases) {
       const stored = encodeBytes(type, bytes);
@@ -147,6 +169,34 @@ describe('stored value forms', () => {
     expect(now).toHaveLength(62);
     expect(await collect(new TidemarkSaver(old), 't')).toEqual(now);
     expect(await new TidemarkSaver(old).getTuple({ configurable: { thread_id: 't' } })).toEqual(now[0]);
+  });
+
+  it('read a thread whose json values are held as JSON (the earlier form) as the same states, and put them again as the same', async () => {
+    const store = await openMemoryStore();
+    await buildGraph(new TidemarkSaver(store)).invoke(
+      {},
+      { configurable: { thread_id: 't' }, recursionLimit: 100 },
+    );
+    const { copy: old, events: oldEvents } = await copyThread(store, 't', asJson);
+    // The copy really holds the earlier form.
+    expect(oldEvents.some((e) => JSON.stringify(e.data).includes('"t":"json","j":'))).toBe(true);
+    const now = await collect(new TidemarkSaver(store), 't');
+    expect(await collect(new TidemarkSaver(old), 't')).toEqual(now);
+    expect(await new TidemarkSaver(old).getTuple({ configurable: { thread_id: 't' } })).toEqual(now[0]);
+    // The latest checkpoint put again (a retry after a lost answer), now in text form: the saver
+    // takes it for the one stored and writes nothing.
+    const saver = new TidemarkSaver(old);
+    const latest = now[0]!;
+    const before = (await old.load(sessionIdOfThread('t'))).events.length;
+    await saver.put(latest.parentConfig!, latest.checkpoint, latest.metadata!, {});
+    expect((await old.load(sessionIdOfThread('t'))).events.length).toBe(before);
+  });
+
+  it('compare the same bytes held as text and as JSON as the same value', () => {
+    expect(sameSerialized({ t: 'json', s: '{"a":[1,"x"]}' }, { t: 'json', j: { a: [1, 'x'] } })).toBe(true);
+    expect(sameSerialized({ t: 'json', s: '{"a": [1,"x"]}' }, { t: 'json', j: { a: [1, 'x'] } })).toBe(false);
+    expect(sameSerialized({ t: 'json', s: '1' }, { t: 'other', s: '1' })).toBe(false);
+    expect(sameSerialized({ t: 'json', b: 'MQ==' }, { t: 'json', s: '1' })).toBe(false);
   });
 
   it('keep values that deflating saves under 1 KiB of undeflated, and read those an earlier version deflated', async () => {
