@@ -4,6 +4,7 @@ import { strykerPreset } from '../../tooling/stryker.mjs';
 export default strykerPreset({
   mutate: [
     'src/json.ts',
+    'src/json-walk.ts',
     'src/event.ts',
     'src/ids.ts',
     'src/session.ts',
