@@ -50,19 +50,30 @@ export function checkpointConfig(threadId: string, ns: string, id: string): Runn
 }
 
 /**
- * Deserializes a stored value: a promise of it, or the value itself when it is `json` held as text
- * or JSON and LangGraph's own serializer would only parse or copy it (see plain-json.ts).
+ * Deserializes a stored value: a promise of it, or the value itself when it is `json` and LangGraph's
+ * own serializer would only parse or copy it (see plain-json.ts).
  */
 export function loadValue(serde: SerializerProtocol, value: SerializedValue): unknown {
-  const plain = plainValue(serde, value);
-  return plain === undefined ? serde.loadsTyped(value.t, decodeForSerde(value)) : plain.value;
+  const plain = plainJsonOf(serde, value);
+  return plain === undefined ? deserialize(serde, value.t, decodeForSerde(value)) : plain.value;
 }
 
-/** {@link plainJsonText} or {@link plainJsonValue} of a `json` value, when `serde` is LangGraph's own. */
-function plainValue(serde: SerializerProtocol, value: SerializedValue): { value: unknown } | undefined {
-  if (value.t !== 'json' || value.z !== undefined || value.b !== undefined || !isPlainJsonSerde(serde))
-    return undefined;
-  return value.s !== undefined ? plainJsonText(value.s) : plainJsonValue(value.j ?? null);
+/** {@link plainJsonValue} of a `json` value held as JSON (`j`), when `serde` is LangGraph's own. */
+function plainJsonOf(serde: SerializerProtocol, value: SerializedValue): { value: unknown } | undefined {
+  if (value.t !== 'json' || !Object.hasOwn(value, 'j') || !isPlainJsonSerde(serde)) return undefined;
+  return plainJsonValue(value.j ?? null);
+}
+
+/**
+ * `serde.loadsTyped(type, data)`, or for `json` text under LangGraph's own serializer a plain parse
+ * of it when that is what the serializer gives ({@link plainJsonText}).
+ */
+function deserialize(serde: SerializerProtocol, type: string, data: Uint8Array | string): unknown {
+  if (type === 'json' && typeof data === 'string' && isPlainJsonSerde(serde)) {
+    const plain = plainJsonText(data);
+    if (plain !== undefined) return plain.value;
+  }
+  return serde.loadsTyped(type, data);
 }
 
 /** Stored values this short (characters of their stored form) are remembered by their content: `null`, `1`, `""`... */
@@ -94,7 +105,7 @@ export class ValueMemo {
     if (value.t === 'bytes' || smallValueKey(value, SMALL_VALUE) !== undefined)
       return this.value(serde, value);
     // A copy for each tuple: no text kept to parse again.
-    const plain = plainValue(serde, value);
+    const plain = plainJsonOf(serde, value);
     if (plain !== undefined) return plain.value;
     let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
@@ -102,7 +113,7 @@ export class ValueMemo {
       this.lastOfChannel.set(ch, entry);
     }
     if (entry.primitive !== undefined) return entry.primitive.loaded;
-    const loaded: unknown = await serde.loadsTyped(value.t, entry.bytes);
+    const loaded: unknown = await deserialize(serde, value.t, entry.bytes);
     if (isPrimitive(loaded)) entry.primitive = { loaded };
     return loaded;
   }

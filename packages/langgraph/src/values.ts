@@ -76,14 +76,18 @@ export function decodeBytes(value: SerializedValue): Uint8Array {
 }
 
 /**
- * The stored form as the serializer's `loadsTyped` takes it: for type `json` held as text or as
- * JSON (`s`, `j`), the text itself (`SerializerProtocol` takes a string as well as bytes, and the
- * JSON serializer decodes bytes to that very text first), saving a UTF-8 encode and a decode per
- * value; otherwise the bytes, as {@link decodeBytes} gives them.
+ * The stored form as the serializer's `loadsTyped` takes it: for type `json`, its text
+ * (`SerializerProtocol` takes a string as well as bytes, and the JSON serializer decodes bytes to
+ * that very text first), which saves a UTF-8 encode for a value held as text or JSON and lets a
+ * deflated one be parsed plainly (see tuples.ts); otherwise the bytes, as {@link decodeBytes} gives
+ * them.
  */
 export function decodeForSerde(value: SerializedValue): Uint8Array | string {
-  if (value.t === 'json' && value.z === undefined && value.b === undefined)
+  if (value.t === 'json' && value.b === undefined) {
+    if (value.z !== undefined)
+      return inflateRawSync(Buffer.from(value.z, 'base64'), { chunkSize: INFLATE_CHUNK }).toString('utf8');
     return value.s ?? JSON.stringify(value.j ?? null);
+  }
   return decodeBytes(value);
 }
 
