@@ -32,6 +32,7 @@ import { THREAD_ATTR, ThreadLog } from './thread-log.js';
 import { sameWrite, type ThreadState } from './thread-state.js';
 import {
   checkpointConfig,
+  DecodedValues,
   type GatheredTuple,
   gatherDeltaHistory,
   gatherTuple,
@@ -64,6 +65,8 @@ export interface TidemarkSaverOptions {
  */
 export class TidemarkSaver extends BaseCheckpointSaver {
   private readonly log: ThreadLog;
+  /** Channel values decoded by earlier reads (a cache of pure decodings of stored values). */
+  private readonly decoded = new DecodedValues();
   private readonly handouts: Handouts;
 
   /** @param store - any tidemark store; the saver does not close it. */
@@ -131,7 +134,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       const gathered = await this.log.read(thread, sessionIdOfThread(thread), (state) =>
         selectCheckpoints(state, thread, config, options, wanted),
       );
-      const memo = new ValueMemo();
+      const memo = new ValueMemo(this.decoded);
       for (const candidate of gathered) {
         const tuple = await this.materialize(candidate, memo);
         if (filter !== undefined && !metadataMatches(tuple.metadata, filter)) continue;
@@ -156,13 +159,13 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       gathered: select(state),
       cold,
     }));
-    const memo = new ValueMemo();
+    const memo = new ValueMemo(this.decoded);
     const tuples: CheckpointTuple[] = [];
     for (const candidate of gathered) tuples.push(await this.materialize(candidate, memo));
     // A checkpoint older than format 4 takes its parent's pending sends, which a walk may not hold.
     if (cold && tuples.some((tuple) => tuple.checkpoint.v < 4 && tuple.parentConfig !== undefined)) {
       const folded = await this.log.read(threadId, sessionId, select);
-      const again = new ValueMemo();
+      const again = new ValueMemo(this.decoded);
       for (const candidate of folded) yield await this.materialize(candidate, again);
       return;
     }
@@ -360,7 +363,7 @@ export class TidemarkSaver extends BaseCheckpointSaver {
       this.serde,
       gathered,
       (current) => this.getNextVersion(current as number | undefined),
-      memo,
+      memo ?? new ValueMemo(this.decoded),
     );
   }
 

@@ -81,6 +81,55 @@ const SMALL_VALUE = 64;
 
 const isPrimitive = (v: unknown): boolean => v === null || (typeof v !== 'object' && typeof v !== 'function');
 
+/** A channel value decoded for the serializer, and its result when that is a primitive. */
+interface DecodedEntry {
+  value: SerializedValue;
+  bytes: Uint8Array | string;
+  primitive?: { loaded: unknown };
+}
+
+/**
+ * Characters (or bytes) of decoded values a saver keeps between reads, at most. A channel value too
+ * large to store inline is deflated, and every read of it inflates it again: the latest checkpoint's
+ * value read by each warm `getTuple`, or an unchanged channel by each `list`.
+ */
+const DECODED_BUDGET = 16 * 1024 * 1024;
+
+/**
+ * Decoded channel values a saver keeps between reads, least recently used dropped first, within
+ * {@link DECODED_BUDGET}. Keyed by the stored form object itself, which the saver's folded state
+ * holds: a stored value never changes, so its decoding (and a primitive it deserializes to, which no
+ * caller can change) is the same on every read; a thread read again from the store has new objects.
+ */
+export class DecodedValues {
+  private readonly entries = new Map<SerializedValue, DecodedEntry>();
+  private size = 0;
+
+  get(value: SerializedValue): DecodedEntry | undefined {
+    const entry = this.entries.get(value);
+    if (entry !== undefined) {
+      this.entries.delete(value);
+      this.entries.set(value, entry);
+    }
+    return entry;
+  }
+
+  set(entry: DecodedEntry): void {
+    const size = sizeOf(entry.bytes);
+    if (size > DECODED_BUDGET || this.entries.has(entry.value)) return;
+    this.entries.set(entry.value, entry);
+    this.size += size;
+    for (const [value, oldest] of this.entries) {
+      if (this.size <= DECODED_BUDGET) break;
+      this.entries.delete(value);
+      this.size -= sizeOf(oldest.bytes);
+    }
+  }
+}
+
+const sizeOf = (bytes: Uint8Array | string): number =>
+  typeof bytes === 'string' ? bytes.length : bytes.byteLength;
+
 /**
  * What the tuples of one read share when deserializing. A value that the serializer turns into a
  * primitive (a string, a number, `null`, ...) is deserialized once and handed to every tuple that
@@ -93,12 +142,12 @@ const isPrimitive = (v: unknown): boolean => v === null || (typeof v !== 'object
  * the value itself.
  */
 export class ValueMemo {
-  private readonly lastOfChannel = new Map<
-    string,
-    { value: SerializedValue; bytes: Uint8Array | string; primitive?: { loaded: unknown } }
-  >();
+  private readonly lastOfChannel = new Map<string, DecodedEntry>();
   /** Primitives of short values, by type, then base64. */
   private readonly small = new Map<string, Map<string, unknown>>();
+
+  /** `decoded`: the saver's decoded values, shared with its other reads. */
+  constructor(private readonly decoded?: DecodedValues) {}
 
   /** Deserializes the stored value of channel `ch`. */
   async channel(serde: SerializerProtocol, ch: string, value: SerializedValue): Promise<unknown> {
@@ -109,7 +158,11 @@ export class ValueMemo {
     if (plain !== undefined) return plain.value;
     let entry = this.lastOfChannel.get(ch);
     if (entry?.value !== value) {
-      entry = { value, bytes: decodeForSerde(value) };
+      entry = this.decoded?.get(value);
+      if (entry === undefined) {
+        entry = { value, bytes: decodeForSerde(value) };
+        this.decoded?.set(entry);
+      }
       this.lastOfChannel.set(ch, entry);
     }
     if (entry.primitive !== undefined) return entry.primitive.loaded;
