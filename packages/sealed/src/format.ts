@@ -11,17 +11,19 @@
 // so sealing the same event twice gives the same bytes (an in-doubt append retried with the same
 // events is still an idempotent retry for the backend), and different plaintexts or places never
 // share an IV.
-import { createCipheriv, createDecipheriv, createHmac } from 'node:crypto';
+import crypto, { createCipheriv, createDecipheriv, createHash } from 'node:crypto';
 import {
+  dataJsonOf,
   type JsonValue,
   MAX_TEXT_LENGTH,
+  type PreparedEvent,
   type SessionEvent,
   type SessionSummary,
   type SummaryPatch,
   TidemarkError,
 } from '@tidemark/core';
 import { type SealedFailure, type SealedPlace, sealedCorrupt } from './errors.js';
-import { type DerivedKeys, derivedKeys, KEY_ID_PATTERN, type Keyring } from './keyring.js';
+import { type DerivedKeys, derivedKeys, HMAC_BLOCK_BYTES, KEY_ID_PATTERN, type Keyring } from './keyring.js';
 
 /** The one key of a sealed event's `data` (and of sealed `attrs`). */
 export const SEALED_KEY = 'tidemark:sealed';
@@ -82,26 +84,65 @@ function decodeBase64url(text: string): Buffer | undefined {
   return bytes;
 }
 
-function sealBytes(keyId: string, keys: DerivedKeys, aad: Buffer, plaintext: Buffer): string {
-  const length = Buffer.allocUnsafe(4);
-  length.writeUInt32BE(aad.length, 0);
-  const iv = createHmac('sha256', keys.iv)
-    .update(length)
-    .update(aad)
-    .update(plaintext)
-    .digest()
-    .subarray(0, IV_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', keys.enc, iv);
-  cipher.setAAD(aad);
-  const head = cipher.update(plaintext);
-  const tail = cipher.final();
-  const ct = Buffer.concat([head, tail, cipher.getAuthTag()]);
-  return `${SEALED_VERSION}.${keyId}.${iv.toString('base64url')}.${ct.toString('base64url')}`;
+/**
+ * SHA-256 of `data`, as a `binary` (latin1) string, one character per byte: Node's one-shot
+ * `crypto.hash` where it has it (20.12 and later), else a Hash object. The one-shot call makes no
+ * object to set up, track and collect, which was a good part of what sealing an event cost.
+ */
+const sha256: (data: Uint8Array) => string =
+  typeof crypto.hash === 'function'
+    ? (data) => crypto.hash('sha256', data, 'binary')
+    : (data) => createHash('sha256').update(data).digest('binary');
+
+/** Where HMAC's inner input puts the AAD: after the key's inner pad and the AAD's length. */
+const AAD_AT = HMAC_BLOCK_BYTES + 4;
+/** The largest seal done in {@link scratch}; larger ones get a buffer of their own. */
+const SCRATCH_BYTES = 16 * 1024;
+/**
+ * HMAC's inner input, `ipad || u32be(len aad) || aad || plaintext`, laid out once per seal so that
+ * the AAD and plaintext are encoded once and handed to the hash and the cipher as views. Reused:
+ * sealing is synchronous, so no two seals share it. It holds the last seal's bytes until the next
+ * one overwrites them, as a dropped buffer would until the memory is reused.
+ */
+const scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
+/** The synthetic IV of the seal in progress (createCipheriv copies it). */
+const ivBytes = Buffer.alloc(IV_BYTES);
+/** Characters of the IV in base64url. */
+const IV_TEXT = 16;
+
+/**
+ * Seals `plaintext` (text, sealed as its UTF-8) with `aad` (text, bound as its UTF-8). The IV is
+ * HMAC-SHA256(ivKey, u32be(len aad) || aad || plaintext) cut to 12 bytes, computed as RFC 2104
+ * defines it: H(opad || H(ipad || message)), from the pads derived with the key.
+ */
+function sealBytes(keyId: string, keys: DerivedKeys, aad: string, plaintext: string): string {
+  // 3 bytes of UTF-8 at most per UTF-16 unit: `write` never runs out of room (it would cut).
+  const room = AAD_AT + 3 * (aad.length + plaintext.length);
+  const input = room <= SCRATCH_BYTES ? scratch : Buffer.allocUnsafe(room);
+  keys.ipad.copy(input, 0);
+  const aadEnd = AAD_AT + input.write(aad, AAD_AT, 'utf8');
+  input.writeUInt32BE(aadEnd - AAD_AT, HMAC_BLOCK_BYTES);
+  const end = aadEnd + input.write(plaintext, aadEnd, 'utf8');
+  keys.outer.write(sha256(input.subarray(0, end)), HMAC_BLOCK_BYTES, 'latin1');
+  ivBytes.write(sha256(keys.outer), 0, IV_BYTES, 'latin1');
+  const cipher = createCipheriv('aes-256-gcm', keys.enc, ivBytes);
+  cipher.setAAD(input.subarray(AAD_AT, aadEnd));
+  const ct = cipher.update(input.subarray(aadEnd, end));
+  cipher.final();
+  const tag = cipher.getAuthTag();
+  // iv || ct || tag, base64url-encoded in one pass, over the input (no longer needed, and larger:
+  // ct is as long as the plaintext, which followed 68 bytes): 12 bytes are exactly 16 characters,
+  // so the IV's text ends where the ciphertext's starts.
+  ivBytes.copy(input, 0);
+  ct.copy(input, IV_BYTES);
+  tag.copy(input, IV_BYTES + ct.length);
+  const text = input.toString('base64url', 0, IV_BYTES + ct.length + TAG_BYTES);
+  return `${SEALED_VERSION}.${keyId}.${text.slice(0, IV_TEXT)}.${text.slice(IV_TEXT)}`;
 }
 
 type Opened = { ok: true; plaintext: Buffer } | { ok: false; failure: SealedFailure; detail: string };
 
-function openBytes(keyring: Keyring, parsed: Parsed, aad: Buffer): Opened {
+function openBytes(keyring: Keyring, parsed: Parsed, aad: string): Opened {
   const keys = derivedKeys(keyring, parsed.keyId);
   if (keys === undefined) {
     return {
@@ -111,7 +152,7 @@ function openBytes(keyring: Keyring, parsed: Parsed, aad: Buffer): Opened {
     };
   }
   const decipher = createDecipheriv('aes-256-gcm', keys.enc, parsed.iv);
-  decipher.setAAD(aad);
+  decipher.setAAD(Buffer.from(aad, 'utf8'));
   decipher.setAuthTag(parsed.ct.subarray(parsed.ct.length - TAG_BYTES));
   try {
     const head = decipher.update(parsed.ct.subarray(0, parsed.ct.length - TAG_BYTES));
@@ -127,14 +168,12 @@ function openBytes(keyring: Keyring, parsed: Parsed, aad: Buffer): Opened {
   }
 }
 
-function eventAad(sessionId: string, event: SessionEvent, keyId: string): Buffer {
-  return Buffer.from(
-    `${SEALED_VERSION}\0event\0${sessionId}\0${event.seq}\0${event.type}\0${event.time}\0${keyId}`,
-  );
+function eventAad(sessionId: string, event: SessionEvent, keyId: string): string {
+  return `${SEALED_VERSION}\0event\0${sessionId}\0${event.seq}\0${event.type}\0${event.time}\0${keyId}`;
 }
 
-function fieldAad(sessionId: string, field: SealedField, keyId: string): Buffer {
-  return Buffer.from(`${SEALED_VERSION}\0${field}\0${sessionId}\0${keyId}`);
+function fieldAad(sessionId: string, field: SealedField, keyId: string): string {
+  return `${SEALED_VERSION}\0${field}\0${sessionId}\0${keyId}`;
 }
 
 function currentKeys(keyring: Keyring): DerivedKeys {
@@ -176,9 +215,27 @@ export function sealedKeyId(value: JsonValue | string): string | undefined {
 
 /** Seals one event's `data` under the keyring's current key. The event must be valid JSON. */
 export function sealEvent(keyring: Keyring, sessionId: string, event: SessionEvent): SessionEvent {
+  return sealDataJson(keyring, sessionId, event, JSON.stringify(event.data));
+}
+
+/**
+ * {@link sealEvent} of `event`: the event core prepared, or what redaction made of it. The prepared
+ * event's data is sealed from the JSON `prepareEvent` already made (`dataJsonOf`), not serialized
+ * again. The same bytes as sealEvent.
+ */
+export function sealPrepared(
+  keyring: Keyring,
+  sessionId: string,
+  prepared: PreparedEvent,
+  event: SessionEvent = prepared.event,
+): SessionEvent {
+  const json = event === prepared.event ? dataJsonOf(prepared) : JSON.stringify(event.data);
+  return sealDataJson(keyring, sessionId, event, json);
+}
+
+function sealDataJson(keyring: Keyring, sessionId: string, event: SessionEvent, json: string): SessionEvent {
   const keyId = keyring.currentId;
-  const plaintext = Buffer.from(JSON.stringify(event.data), 'utf8');
-  const sealed = sealBytes(keyId, currentKeys(keyring), eventAad(sessionId, event, keyId), plaintext);
+  const sealed = sealBytes(keyId, currentKeys(keyring), eventAad(sessionId, event, keyId), json);
   return { seq: event.seq, type: event.type, time: event.time, data: { [SEALED_KEY]: sealed } };
 }
 
@@ -224,7 +281,7 @@ function parseStoredData(data: JsonValue, sessionId: string, place: SealedPlace,
 function openJson(
   keyring: Keyring,
   parsed: Parsed,
-  aad: Buffer,
+  aad: string,
   sessionId: string,
   place: SealedPlace,
   what: string,
@@ -280,7 +337,7 @@ export function sealText(
     keyId,
     currentKeys(keyring),
     fieldAad(sessionId, field, keyId),
-    Buffer.from(JSON.stringify(text), 'utf8'),
+    JSON.stringify(text),
   );
   if (sealed.length > MAX_TEXT_LENGTH) {
     throw new TidemarkError(
@@ -305,7 +362,7 @@ export function sealAttrs(
   attrs: { [key: string]: JsonValue },
 ): { [key: string]: JsonValue } {
   const keyId = keyring.currentId;
-  const plaintext = Buffer.from(JSON.stringify(attrs), 'utf8');
+  const plaintext = JSON.stringify(attrs);
   return {
     [SEALED_KEY]: sealBytes(keyId, currentKeys(keyring), fieldAad(sessionId, 'attrs', keyId), plaintext),
   };

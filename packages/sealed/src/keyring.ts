@@ -1,6 +1,7 @@
 // The keyring: 32-byte master keys by id, one current. The keys derived from each master key
-// (the AES key and the HMAC key of the synthetic IV) are computed once per key id and kept in a
-// module-private table, so that neither they nor the master keys are reachable from the object.
+// (the AES key, and the HMAC key of the synthetic IV as its two padded blocks) are computed once
+// per key id and kept in a module-private table, so that neither they nor the master keys are
+// reachable from the object.
 import { createSecretKey, hkdfSync, type KeyObject, randomBytes } from 'node:crypto';
 import { TidemarkError } from '@tidemark/core';
 
@@ -18,12 +19,23 @@ export const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** Bytes of a master key (AES-256). */
 export const MASTER_KEY_BYTES = 32;
 
+/** Bytes of a SHA-256 block: an HMAC-SHA256 key is padded to it. */
+export const HMAC_BLOCK_BYTES = 64;
+
 /** The keys derived from one master key. */
 export interface DerivedKeys {
   /** AES-256-GCM key. */
   readonly enc: KeyObject;
-  /** HMAC-SHA256 key of the synthetic IV. */
-  readonly iv: KeyObject;
+  /**
+   * The HMAC-SHA256 key of the synthetic IV, as HMAC's inner pad: the key, zero-padded to a
+   * block, XOR 0x36 (RFC 2104). Sealing hashes it with the message in one call.
+   */
+  readonly ipad: Buffer;
+  /**
+   * HMAC's outer pad (the padded key XOR 0x5c), followed by room for the inner digest: the whole
+   * input of the outer hash. Written by each seal (synchronously, so never by two at once).
+   */
+  readonly outer: Buffer;
 }
 
 const derivedOf = new WeakMap<Keyring, Map<string, DerivedKeys>>();
@@ -40,7 +52,15 @@ export function derivedKeys(keyring: Keyring, id: string): DerivedKeys | undefin
 function derive(master: Uint8Array): DerivedKeys {
   const enc = Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'tidemark-sealed/1 enc', 32));
   const iv = Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), 'tidemark-sealed/1 iv', 32));
-  return { enc: createSecretKey(enc), iv: createSecretKey(iv) };
+  const ipad = Buffer.alloc(HMAC_BLOCK_BYTES);
+  const outer = Buffer.alloc(HMAC_BLOCK_BYTES + 32);
+  for (let i = 0; i < HMAC_BLOCK_BYTES; i++) {
+    const byte = i < iv.length ? iv[i]! : 0;
+    ipad[i] = byte ^ 0x36;
+    outer[i] = byte ^ 0x5c;
+  }
+  iv.fill(0);
+  return { enc: createSecretKey(enc), ipad, outer };
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

@@ -41,7 +41,7 @@ import {
   openEvent,
   openSummary,
   sealAttrs,
-  sealEvent,
+  sealPrepared,
   sealSummaryFields,
   sealText,
 } from './format.js';
@@ -216,7 +216,7 @@ class SealedSessionStore implements SealedStore {
     let plain = prepared.map((p) => p.event);
     let counts: RedactionCounts = {};
     if (this.#redactor !== undefined) ({ events: plain, counts } = redactEvents(plain, this.#redactor));
-    const sealed = plain.map((event) => sealEvent(keyring, id, event));
+    const sealed = plain.map((event, i) => sealPrepared(keyring, id, prepared[i]!, event));
     const after = given === undefined ? undefined : this.#afterForms(keyring, id, given);
     let prompt: string | undefined;
     for (const event of plain) {
@@ -285,7 +285,7 @@ class SealedSessionStore implements SealedStore {
     return {
       given,
       redacted: stored === given.event ? undefined : stored,
-      sealed: sealEvent(keyring, id, stored),
+      sealed: sealPrepared(keyring, id, given, stored),
     };
   }
 
