@@ -183,9 +183,24 @@ export interface StoreCapabilities {
 /**
  * True when `store.append` checks {@link AppendOptions.after}; a caller that gets false confirms
  * the state it planned a write on with a read in the same call instead.
+ *
+ * The capability speaks for the `append` declared with it: an object whose `append` is its own (or
+ * a nearer prototype's) while `capabilities` comes from further down its prototype chain, as a
+ * wrapper made with `Object.create(store)` that overrides `append`, may drop the option, so it is
+ * not taken at its inherited word (its callers keep their confirming read). A wrapper that forwards
+ * the options declares `capabilities` itself.
  */
 export function checksAppendAfter(store: SessionStore): boolean {
-  return store.capabilities?.appendAfter === true;
+  if (store.capabilities?.appendAfter !== true) return false;
+  return chainDepth(store, 'append') >= chainDepth(store, 'capabilities');
+}
+
+/** How far down `object`'s prototype chain `key` is an own property (Infinity: nowhere). */
+function chainDepth(object: object, key: string): number {
+  let depth = 0;
+  for (let at: object | null = object; at !== null; at = Object.getPrototypeOf(at), depth++)
+    if (Object.hasOwn(at, key)) return depth;
+  return Number.POSITIVE_INFINITY;
 }
 
 /** How hard an append works to be durable before it resolves. */

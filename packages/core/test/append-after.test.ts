@@ -3,6 +3,7 @@
 // base-store.test.ts.
 import { describe, expect, it } from 'vitest';
 import {
+  type AppendOptions,
   assertStoredAfter,
   checksAppendAfter,
   type JsonValue,
@@ -174,5 +175,30 @@ describe('checksAppendAfter', () => {
 
   it('is true for a store that says it checks after', () => {
     expect(checksAppendAfter({ ...plainStore(), capabilities: { appendAfter: true } })).toBe(true);
+  });
+
+  it('is true for a class whose instances declare it, and for a wrapper that declares it with its append', () => {
+    // As a backend class: methods on the prototype, `capabilities` a field of the instance.
+    const store = Object.assign(Object.create(plainStore()) as SessionStore, {
+      capabilities: { appendAfter: true },
+    });
+    expect(checksAppendAfter(store)).toBe(true);
+    // Inheriting both from the store: the append is the store's own.
+    expect(checksAppendAfter(Object.create(store) as SessionStore)).toBe(true);
+    const forwarding = Object.assign(Object.create(store) as SessionStore, {
+      append: (id: string, events: readonly SessionEvent[], options?: AppendOptions) =>
+        store.append(id, events, options),
+      capabilities: { appendAfter: true },
+    });
+    expect(checksAppendAfter(forwarding)).toBe(true);
+  });
+
+  it('is false for a wrapper whose own append only inherits the capability', () => {
+    const store = { ...plainStore(), capabilities: { appendAfter: true } };
+    // Drops the options: inheriting `capabilities` must not let callers skip their read.
+    const dropping = Object.assign(Object.create(store) as SessionStore, {
+      append: (id: string, events: readonly SessionEvent[]) => store.append(id, events),
+    });
+    expect(checksAppendAfter(dropping)).toBe(false);
   });
 });

@@ -133,6 +133,8 @@ describe('TidemarkSaver', () => {
             ? Promise.reject(new TidemarkError('IO', 'injected EIO', { errno: 'EIO', retryable: true }))
             : inner.append(id, events, options),
       },
+      // Forwards append's options: declares the check with its own append (see checksAppendAfter).
+      capabilities: { value: inner.capabilities },
     });
     const saver = new TidemarkSaver(store);
     const first = await saver.put(
@@ -170,6 +172,7 @@ describe('TidemarkSaver', () => {
           return inner.append(id, events, options);
         },
       },
+      capabilities: { value: inner.capabilities },
     });
     const saver = new TidemarkSaver(store);
     const first = await saver.put({ configurable: { thread_id: 't' } }, checkpoint({}, {}), meta, {});
