@@ -11,7 +11,9 @@
 // finds the newest snapshot from the last closing event alone. A snapshot or a replacement is a
 // plan made on what a read showed; a reader checks both against the log (the closing event the
 // snapshot was planned after, the event id at `replaces`), so a plan made on a session that was
-// deleted and written again meanwhile is never taken for the new one's.
+// deleted and written again meanwhile is never taken for the new one's. (A store that checks
+// `append(…, { after })` refuses such a plan outright; the readers' checks are for stores without
+// that check, and for logs written by them.)
 import type { JsonValue, SessionEvent } from '@tidemark/core';
 import { errors } from '@tidemark/core';
 

@@ -47,6 +47,11 @@ export async function readRange(
 export interface LogHead {
   closing: Closing;
   seq: number;
+  /**
+   * The log's last event (the closing event), whole, as read from the store: what a batch planned
+   * on this head is appended after (`append(…, { after })`).
+   */
+  last: SessionEvent;
   /** The ADK event of the last batch (none for a session without events), with its seq. */
   lastEvent?: { event: StoredEvent; seq: number; replaces?: number };
 }
@@ -57,7 +62,7 @@ export async function readHead(store: SessionStore, log: LogKey): Promise<LogHea
   const last = await readRange(store, log.id, { last: 3 });
   const end = last?.[last.length - 1];
   if (last === undefined || end === undefined) return undefined;
-  const head: LogHead = { closing: closingOf(end, log.id), seq: end.seq };
+  const head: LogHead = { closing: closingOf(end, log.id), seq: end.seq, last: end };
   const previousEnd = last.findLastIndex((e, i) => i < last.length - 1 && e.type === ADK_EVENT.end);
   const record = last.slice(previousEnd + 1).find((e) => e.type === ADK_EVENT.event);
   if (record !== undefined) {

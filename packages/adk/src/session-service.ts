@@ -1,7 +1,8 @@
 // Google ADK's BaseSessionService over any tidemark store. One ADK session is one tidemark session
 // (see records.ts for its log); the `app:` state of an app and the `user:` state of a user are one
 // tidemark session each (shared-state.ts). The service keeps nothing between calls: every call
-// reads what it needs from the store, so another process's writes are seen by the next call.
+// reads what it needs from the store, so another process's writes are seen by the next call, and
+// every write is appended after the event its read found where the store checks that (writes.ts).
 import { randomUUID } from 'node:crypto';
 import {
   BaseSessionService,

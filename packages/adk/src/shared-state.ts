@@ -2,8 +2,16 @@
 // a tidemark session of its own: a log of whole states, one event per write, newest last. A read is
 // the last event alone; a write reads it, merges its delta and appends at the next seq, so two
 // writers racing on one app are told apart by the append's seq check (the loser reads again and
-// merges onto the winner's state: no acknowledged key is lost to a racing write).
-import { errors, isTidemarkError, type SessionStore } from '@tidemark/core';
+// merges onto the winner's state: no acknowledged key is lost to a racing write). On a store that
+// checks `append(…, { after })` the write also names the event it merged onto, so a log deleted and
+// written again to the same length meanwhile refuses the merge too, instead of taking it over.
+import {
+  checksAppendAfter,
+  errors,
+  isTidemarkError,
+  type SessionEvent,
+  type SessionStore,
+} from '@tidemark/core';
 import type { LogKey } from './keys.js';
 import { ADK_EVENT, type JsonObject, ownCopy, setOwn } from './records.js';
 
@@ -23,6 +31,8 @@ const pause = (attempt: number) =>
 export interface SharedHead {
   state: JsonObject;
   nextSeq: number;
+  /** The event the state was read from, whole (undefined when nothing was ever written). */
+  last?: SessionEvent;
 }
 
 /** The shared state kept in `log` (empty when nothing was ever written). */
@@ -37,7 +47,7 @@ export async function readShared(store: SessionStore, log: LogKey): Promise<Shar
           { seq: event.seq },
           log.id,
         );
-      head = { state: ownCopy(state as JsonObject), nextSeq: event.seq + 1 };
+      head = { state: ownCopy(state as JsonObject), nextSeq: event.seq + 1, last: event };
     }
     return head;
   } catch (error) {
@@ -53,6 +63,7 @@ export async function writeShared(
   delta: JsonObject,
   label: { scope: 'app' | 'user'; appName: string; userId?: string },
 ): Promise<void> {
+  const checked = checksAppendAfter(store);
   for (let attempt = 1; ; attempt++) {
     const head = await readShared(store, log);
     const state = head.state;
@@ -70,10 +81,12 @@ export async function writeShared(
     };
     try {
       if (head.nextSeq === 0) await createOnce(store, log);
-      await store.append(log.id, [event]);
+      if (checked && head.last !== undefined) await store.append(log.id, [event], { after: head.last });
+      else await store.append(log.id, [event]);
       return;
     } catch (error) {
-      // Another writer took this seq (or materialized the log first): read its state and merge again.
+      // Another writer took this seq, materialized the log first, or (checked) replaced the state
+      // this write merged onto: read its state and merge again.
       if (!isTidemarkError(error, 'CONFLICT') || attempt >= MAX_ATTEMPTS) throw error;
       if (attempt > 1) await pause(attempt);
     }

@@ -1,9 +1,18 @@
 // appendEvent's write to the session's own log: one batch, planned on a read of the log's end in
-// the same call and placed by the append's seq check. A writer that lost the seq to another reads
-// again and plans anew.
+// the same call and placed by the append's seq check. On a store that checks
+// `append(…, { after })`, the append also names the closing event that read found, so a log
+// deleted and written again to the same length between the read and the append (which passes the
+// seq check) refuses the batch instead of taking a snapshot or replacement planned on the old log.
+// A writer that lost the seq, or whose log changed under it, reads again and plans anew.
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { isTidemarkError, type SessionEvent, type SessionStore, TidemarkError } from '@tidemark/core';
+import {
+  checksAppendAfter,
+  isTidemarkError,
+  type SessionEvent,
+  type SessionStore,
+  TidemarkError,
+} from '@tidemark/core';
 import type { LogKey } from './keys.js';
 import {
   ADK_EVENT,
@@ -47,6 +56,7 @@ export async function appendToSession(
   event: StoredEvent,
   options: { known: boolean; maxConflictRetries: number },
 ): Promise<void> {
+  const checked = checksAppendAfter(store);
   for (let attempt = 0; ; attempt++) {
     const head = await readHead(store, log);
     if (head === undefined)
@@ -58,7 +68,10 @@ export async function appendToSession(
     if (last !== undefined && last.event.id === event.id && isDeepStrictEqual(last.event, event)) return;
     const batch = await planBatch(store, log, head, event, options.known);
     try {
-      await store.append(log.id, batch);
+      // Checked: the batch lands only if the log still ends with the event this call read (every
+      // read of the plan, for a replacement or a snapshot, stopped at that event).
+      if (checked) await store.append(log.id, batch, { after: head.last });
+      else await store.append(log.id, batch);
       return;
     } catch (error) {
       if (!isTidemarkError(error, 'CONFLICT')) throw error;

@@ -2,7 +2,9 @@
 // length before the append lands: the append's seq check passes, so what the write planned on the
 // old log (the snapshot of the session's own state it writes every SNAPSHOT_EVERY events, and the
 // seq of the event it replaces) must be checked by every reader against the new log. Deterministic:
-// a store wrapper lets host A delete and rewrite the session right after host B's reads.
+// a store wrapper lets host A delete and rewrite the session right after host B's reads. The wrapper
+// drops `append(…, { after })` and shows no capability, as a store without the check; on one with
+// it, the append is refused instead (append-after.test.ts).
 import { createEvent, createEventActions, type Event } from '@google/adk';
 import { openMemoryStore } from '@tidemark/memory';
 import { withInterleaving } from '@tidemark/test-hosts';
