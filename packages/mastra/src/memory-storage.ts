@@ -12,6 +12,7 @@ import {
 import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { type JsonObject, msOf, sameJson, toJsonObject } from './codec.js';
 import { checkId, resourceCwd, resourceSessionId, threadSessionId } from './ids.js';
+import type { Known } from './known-logs.js';
 import { listSessions, removeAll } from './listing.js';
 import { answer, contextOf, DEFAULT_MESSAGES_PER_PAGE, pageArgs, selectMessages } from './message-query.js';
 import { readNewest } from './message-tail.js';
@@ -25,9 +26,18 @@ import {
   encodeThread,
   laterThan,
 } from './records.js';
-import { type Batch, commit, type Head, readHead, removeSession } from './session-log.js';
+import {
+  type Batch,
+  commit,
+  type Head,
+  knownHead,
+  type RecordHead,
+  readHead,
+  removeSession,
+} from './session-log.js';
 import {
   type FoldedThread,
+  knownFold,
   messagesEvent,
   type StoredMessage,
   statsFromClose,
@@ -52,12 +62,32 @@ function threadBatch(thread: JsonObject, events: Batch['events'], op: string, st
   };
 }
 
+/** A thread's head with its record and the stats of its messages. */
+type ThreadHead = Head & { thread: JsonObject | undefined; stats: ThreadStats };
+
+const threadHead = ({ record, close, ...head }: RecordHead): ThreadHead => ({
+  ...head,
+  thread: record,
+  stats: statsFromClose(close),
+});
+
+/** A resource's head with its record. */
+type ResourceHead = Head & { resource: JsonObject | undefined };
+
+const resourceHead = ({ record, close: _, ...head }: RecordHead): ResourceHead => ({
+  ...head,
+  resource: record,
+});
+
 /**
  * Mastra's `MemoryStorage` kept in a tidemark store. A thread is one session holding its record
- * and its messages; a resource (working memory) is one session. Every call reads what it needs
- * from the store in the same call, so other processes' writes are seen at once; every storage
- * failure rejects with the store's `TidemarkError` (IO, CORRUPT, CLOSED), never with a thread
- * reported missing, a short page or an empty working memory.
+ * and its messages; a resource (working memory) is one session. Every read reads what it needs
+ * from the store in the same call, so other processes' writes are seen at once. A write is planned
+ * on a read of the same call, or, on a store that checks `append(…, { after })`, on what this
+ * process knows from its last write to that thread or resource, confirmed by the append itself
+ * (`commit` in session-log.ts). Every storage failure rejects with the store's `TidemarkError`
+ * (IO, CORRUPT, CLOSED), never with a thread reported missing, a short page or an empty working
+ * memory.
  */
 export class TidemarkMemoryStorage extends MemoryStorage {
   override readonly supportsPartialThreadUpdate = true;
@@ -79,11 +109,25 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     return this.#locator.fold(sessionId);
   }
 
-  async #threadRecord(
-    threadId: string,
-  ): Promise<Head & { thread: JsonObject | undefined; stats: ThreadStats }> {
-    const { record, close, ...head } = await readHead(this.#store, threadSessionId(threadId), 'thread');
-    return { ...head, thread: record, stats: statsFromClose(close) };
+  async #threadRecord(threadId: string): Promise<ThreadHead> {
+    return threadHead(await readHead(this.#store, threadSessionId(threadId), 'thread'));
+  }
+
+  /** How a write reads, or knows, a thread's record (not its messages). */
+  #threadSteps(threadId: string) {
+    const id = threadSessionId(threadId);
+    return {
+      read: () => this.#threadRecord(threadId),
+      fromKnown: (known: Known) => threadHead(knownHead(id, known, 'thread')),
+    };
+  }
+
+  /** How a write reads, or knows, a thread with its messages. */
+  #foldSteps(sessionId: string) {
+    return {
+      read: () => this.#fold(sessionId),
+      fromKnown: (known: Known) => knownFold(sessionId, known),
+    };
   }
 
   override async getThreadById(args: {
@@ -99,18 +143,16 @@ export class TidemarkMemoryStorage extends MemoryStorage {
   override async saveThread(args: { thread: StorageThreadType }): Promise<StorageThreadType> {
     const record = encodeThread(args?.thread, 'saveThread: thread');
     const id = threadSessionId(String(record.id));
-    await commit(
-      this.#store,
-      id,
-      () => this.#threadRecord(String(record.id)),
-      (state) => ({
+    await commit(this.#store, id, {
+      ...this.#threadSteps(String(record.id)),
+      plan: (state) => ({
         result: undefined,
         batch:
           state.thread !== undefined && sameJson(state.thread, record)
             ? undefined
             : threadBatch(record, [], 'saveThread', state.stats),
       }),
-    );
+    });
     return args.thread;
   }
 
@@ -124,11 +166,9 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     if (args.title !== undefined && typeof args.title !== 'string') {
       throw new TidemarkError('INVALID', 'updateThread: title must be a string');
     }
-    const updated = await commit(
-      this.#store,
-      threadSessionId(threadId),
-      () => this.#threadRecord(threadId),
-      (state) => {
+    const updated = await commit(this.#store, threadSessionId(threadId), {
+      ...this.#threadSteps(threadId),
+      plan: (state) => {
         if (state.thread === undefined) {
           throw new TidemarkError(
             'NOT_FOUND',
@@ -144,7 +184,7 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         };
         return { result: thread, batch: threadBatch(thread, [], 'updateThread', state.stats) };
       },
-    );
+    });
     return decodeThread(updated);
   }
 
@@ -279,11 +319,9 @@ export class TidemarkMemoryStorage extends MemoryStorage {
 
   async #saveToThread(threadId: string, messages: StoredMessage[]): Promise<void> {
     const id = threadSessionId(threadId);
-    await commit(
-      this.#store,
-      id,
-      () => this.#fold(id),
-      (folded) => {
+    await commit(this.#store, id, {
+      ...this.#foldSteps(id),
+      plan: (folded) => {
         if (folded.thread === undefined) {
           throw new TidemarkError(
             'NOT_FOUND',
@@ -303,9 +341,10 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         return {
           result: undefined,
           batch: threadBatch(thread, events, 'saveMessages', statsOf(after.values())),
+          messages: after,
         };
       },
-    );
+    });
     for (const message of messages) this.#locator.remember(message.id, id);
   }
 
@@ -346,11 +385,9 @@ export class TidemarkMemoryStorage extends MemoryStorage {
   }
 
   async #removeFromThread(sessionId: string, ids: string[]): Promise<void> {
-    await commit(
-      this.#store,
-      sessionId,
-      () => this.#fold(sessionId),
-      (folded) => {
+    await commit(this.#store, sessionId, {
+      ...this.#foldSteps(sessionId),
+      plan: (folded) => {
         const present = ids.filter((id) => folded.messages.has(id));
         if (present.length === 0 || folded.thread === undefined) return { result: undefined };
         const thread = { ...folded.thread, updatedAt: laterThan(folded.thread.updatedAt) };
@@ -360,14 +397,14 @@ export class TidemarkMemoryStorage extends MemoryStorage {
         return {
           result: undefined,
           batch: threadBatch(thread, events, 'deleteMessages', statsOf(after.values())),
+          messages: after,
         };
       },
-    );
+    });
   }
 
-  async #resourceRecord(resourceId: string): Promise<Head & { resource: JsonObject | undefined }> {
-    const { record, ...head } = await readHead(this.#store, resourceSessionId(resourceId), 'resource');
-    return { ...head, resource: record };
+  async #resourceRecord(resourceId: string): Promise<ResourceHead> {
+    return resourceHead(await readHead(this.#store, resourceSessionId(resourceId), 'resource'));
   }
 
   override async getResourceById(args: { resourceId: string }): Promise<StorageResourceType | null> {
@@ -409,11 +446,10 @@ export class TidemarkMemoryStorage extends MemoryStorage {
     next: (previous: JsonObject | undefined) => JsonObject,
   ): Promise<JsonObject> {
     const id = resourceSessionId(resourceId);
-    return commit(
-      this.#store,
-      id,
-      () => this.#resourceRecord(resourceId),
-      (state) => {
+    return commit(this.#store, id, {
+      read: () => this.#resourceRecord(resourceId),
+      fromKnown: (known) => resourceHead(knownHead(id, known, 'resource')),
+      plan: (state) => {
         const resource = next(state.resource);
         if (state.resource !== undefined && sameJson(state.resource, resource)) return { result: resource };
         return {
@@ -425,6 +461,6 @@ export class TidemarkMemoryStorage extends MemoryStorage {
           },
         };
       },
-    );
+    });
   }
 }

@@ -6,7 +6,8 @@
 // their order on every page, and saving a message again with the same content writes nothing.
 import { type JsonValue, type SessionEvent, TidemarkError } from '@tidemark/core';
 import type { JsonObject } from './codec.js';
-import { CLOSE, linkOf } from './session-log.js';
+import type { Known } from './known-logs.js';
+import { CLOSE, type Head, linkOf, recordOf } from './session-log.js';
 
 /** Event types of a thread's log. */
 export const THREAD_EVENT = { messages: 'mastra/messages', remove: 'mastra/delete', close: CLOSE } as const;
@@ -51,15 +52,18 @@ export function statsFromClose(close: JsonObject | undefined): ThreadStats {
   };
 }
 
-/** A thread folded from its whole log. */
-export interface FoldedThread {
-  nextSeq: number;
-  /** The nonce of the last closing event, null when the thread is not stored. */
-  lastNonce: string | null;
+/**
+ * A thread folded from its whole log (`lastNonce` null when the thread is not stored), or as this
+ * process knows it (known-logs.ts).
+ */
+export interface FoldedThread extends Head {
   /** The thread record (JSON), undefined when the thread is not stored. */
   thread: JsonObject | undefined;
-  messages: Map<string, PlacedMessage>;
+  messages: ReadonlyMap<string, PlacedMessage>;
 }
+
+/** A fold being built: its messages are still changed in place. */
+type Folding = FoldedThread & { messages: Map<string, PlacedMessage> };
 
 function corrupt(id: string, seq: number, what: string): TidemarkError {
   return new TidemarkError('CORRUPT', `session ${id}, event ${seq}: ${what}`, {
@@ -68,7 +72,7 @@ function corrupt(id: string, seq: number, what: string): TidemarkError {
   });
 }
 
-function apply(folded: FoldedThread, event: SessionEvent, id: string): void {
+function apply(folded: Folding, event: SessionEvent, id: string): void {
   const data = event.data as JsonObject | null;
   switch (event.type) {
     case THREAD_EVENT.messages: {
@@ -109,20 +113,41 @@ function apply(folded: FoldedThread, event: SessionEvent, id: string): void {
  * @throws TidemarkError CORRUPT for an event this adapter does not write.
  */
 export function foldThread(id: string, events: readonly SessionEvent[]): FoldedThread {
-  const folded: FoldedThread = { nextSeq: 0, lastNonce: null, thread: undefined, messages: new Map() };
+  const folded: Folding = { nextSeq: 0, lastNonce: null, thread: undefined, messages: new Map() };
   let start = 0;
+  let linked = false;
   for (let i = 0; i < events.length; i++) {
     const event = events[i]!;
     if (event.type !== CLOSE) continue;
     const link = linkOf(event);
     if (link === undefined) throw corrupt(id, event.seq, 'a closing event without its link');
-    if (link.prev === folded.lastNonce) for (let j = start; j <= i; j++) apply(folded, events[j]!, id);
+    linked = link.prev === folded.lastNonce;
+    if (linked) for (let j = start; j <= i; j++) apply(folded, events[j]!, id);
     folded.lastNonce = link.nonce;
     start = i + 1;
   }
   if (start < events.length) throw corrupt(id, events[start]!.seq, 'events after the last closing event');
-  folded.nextSeq = events.length === 0 ? 0 : events[events.length - 1]!.seq + 1;
+  const last = events[events.length - 1];
+  if (last === undefined) return folded;
+  folded.nextSeq = last.seq + 1;
+  folded.last = last;
+  // The last batch links: the fold is what the log's last event closes, kept for the next write.
+  if (linked) folded.known = { last, messages: folded.messages };
   return folded;
+}
+
+/** A thread as this process knows it, when it knows its messages (see known-logs.ts). */
+export function knownFold(id: string, known: Known): FoldedThread | undefined {
+  if (known.messages === undefined) return undefined;
+  const { last } = known;
+  return {
+    nextSeq: last.seq + 1,
+    lastNonce: linkOf(last)?.nonce ?? null,
+    last,
+    known,
+    thread: recordOf(id, last, 'thread'),
+    messages: known.messages as ReadonlyMap<string, PlacedMessage>,
+  };
 }
 
 /** Messages in stored order: by creation time, then by the seq that first saved them. */

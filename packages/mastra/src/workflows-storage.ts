@@ -19,11 +19,21 @@ import { nowIso, type SessionStore, TidemarkError } from '@tidemark/core';
 import { isoOf, type JsonObject, msOf, toJsonObject, withDates } from './codec.js';
 import { checkId, runSessionId } from './ids.js';
 import { listSessions } from './listing.js';
-import { type Batch, commit, type Head, readHead, removeSession } from './session-log.js';
+import {
+  type Batch,
+  commit,
+  type Head,
+  knownHead,
+  type RecordHead,
+  readHead,
+  removeSession,
+} from './session-log.js';
 
 interface RunState extends Head {
   run: JsonObject | undefined;
 }
+
+const runState = ({ record, close: _, ...head }: RecordHead): RunState => ({ ...head, run: record });
 
 function runBatch(run: JsonObject, op: string): Batch {
   const snapshot = run.snapshot as WorkflowRunState | null;
@@ -50,11 +60,12 @@ const decodeRun = (run: JsonObject): WorkflowRun =>
 
 /**
  * Mastra's `WorkflowsStorage` kept in a tidemark store. A read-modify-write of a snapshot
- * (`updateWorkflowResults`, `updateWorkflowState`) is planned on a read of the same call and
- * lands only at the seq it read, so concurrent updates from several processes never lose one
- * another's step results (`supportsConcurrentUpdates()` is true). A storage fault rejects with
- * the store's `TidemarkError`: a run is never reported missing ("no snapshot found") because a
- * read failed.
+ * (`updateWorkflowResults`, `updateWorkflowState`) is planned on a read of the same call, or on
+ * what this process knows from its last write to the run on a store that checks
+ * `append(…, { after })`, and lands only right after the event it was planned after, so concurrent
+ * updates from several processes never lose one another's step results
+ * (`supportsConcurrentUpdates()` is true). A storage fault rejects with the store's
+ * `TidemarkError`: a run is never reported missing ("no snapshot found") because a read failed.
  */
 export class TidemarkWorkflowsStorage extends WorkflowsStorage {
   readonly #store: SessionStore;
@@ -75,8 +86,7 @@ export class TidemarkWorkflowsStorage extends WorkflowsStorage {
   }
 
   async #read(workflowName: string, runId: string): Promise<RunState> {
-    const { record, ...head } = await readHead(this.#store, runSessionId(workflowName, runId), 'run');
-    return { ...head, run: record };
+    return runState(await readHead(this.#store, runSessionId(workflowName, runId), 'run'));
   }
 
   #update<T>(
@@ -84,18 +94,18 @@ export class TidemarkWorkflowsStorage extends WorkflowsStorage {
     runId: string,
     plan: (state: RunState) => { run?: JsonObject; result: T; op: string },
   ): Promise<T> {
-    return commit(
-      this.#store,
-      runSessionId(workflowName, runId),
-      () => this.#read(workflowName, runId),
-      (state) => {
+    const id = runSessionId(workflowName, runId);
+    return commit(this.#store, id, {
+      read: () => this.#read(workflowName, runId),
+      fromKnown: (known) => runState(knownHead(id, known, 'run')),
+      plan: (state) => {
         const planned = plan(state);
         return {
           result: planned.result,
           ...(planned.run !== undefined && { batch: runBatch(planned.run, planned.op) }),
         };
       },
-    );
+    });
   }
 
   override async persistWorkflowSnapshot(args: {
