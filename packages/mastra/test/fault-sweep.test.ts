@@ -40,6 +40,8 @@ interface Operation {
   call: (s: TidemarkMastraStore) => Promise<unknown>;
   /** Idempotent: the caller may retry it after a failure, and it applies once. */
   retried?: boolean;
+  /** Run by an object that knows the thread, the resource and the run already (see `warmUp`). */
+  warm?: boolean;
 }
 const OPERATIONS: Record<string, Operation> = {
   saveThread: { call: (s) => s.memory.saveThread({ thread: { ...thread, id: 'thread-2' } }), retried: true },
@@ -104,6 +106,34 @@ const OPERATIONS: Record<string, Operation> = {
   deleteWorkflowRunById: { call: (s) => s.workflows.deleteWorkflowRunById(run), retried: true },
 };
 
+// The writes again, by an object that planned a write on each record before: on a store that checks
+// `append(…, { after })` it plans on what it knows and reads nothing before the append.
+for (const name of [
+  'updateThread',
+  'saveMessages',
+  'updateMessages',
+  'deleteMessages',
+  'updateResource',
+  'persistWorkflowSnapshot',
+  'updateWorkflowResults',
+  'updateWorkflowState',
+])
+  OPERATIONS[`${name}, warm`] = { ...OPERATIONS[name]!, warm: true };
+
+/**
+ * Writes that find nothing to do, so `s` knows the thread with its messages, the resource and the
+ * run (each confirmed by a read), and the store is left as it was.
+ */
+async function warmUp(s: TidemarkMastraStore): Promise<void> {
+  await s.memory.saveMessages({ messages: [message('m1', 'one', 1), message('m2', 'two', 2)] });
+  const resource = await s.memory.getResourceById({ resourceId: 'user-1' });
+  await s.memory.saveResource({ resource: resource! });
+  await s.workflows.updateWorkflowState({
+    ...run,
+    opts: { status: 'x', expectedStatus: 'running' } as never,
+  });
+}
+
 /** Everything a Mastra user can see, without the clock-driven fields. */
 async function observe(s: TidemarkMastraStore): Promise<unknown> {
   const strip = <T extends object>(value: T | null | undefined) => {
@@ -160,6 +190,7 @@ async function runOnce(name: string, plan: { at: number; lasting: boolean } | un
   const faulty = await faultyStore(volume, plan);
   const s = new TidemarkMastraStore({ store: faulty.store });
   await s.memory.listMessagesById({ messageIds: ['m1', 'm2'] }); // a long-lived object with hints
+  if (OPERATIONS[name]!.warm === true) await warmUp(s);
   faulty.arm();
   const outcome = await OPERATIONS[name]!.call(s).then(
     (value) => ({ ok: true as const, value }),
