@@ -81,6 +81,29 @@ export declare function withInterleaving(
   arm(meanwhile: () => Promise<void>): void;
 };
 
+/** Calls a {@link countingStore} counted since it was made or last reset. */
+export interface CountedCalls {
+  reads: number;
+  loads: number;
+  appends: number;
+  /** Appends that named `after`. */
+  afters: number;
+  /** Summary updates. */
+  updates: number;
+  /** Appends refused with CONFLICT. */
+  conflicts: number;
+}
+
+/**
+ * `inner` with its calls counted. With `capable`, `append`'s options are handed on and the inner
+ * store's capabilities shown (an adapter takes its `append(…, { after })` path); without it, the
+ * options are dropped and no capability is shown (the adapter's confirming-read path).
+ */
+export declare function countingStore(
+  inner: SessionStore,
+  capable: boolean,
+): { store: SessionStore; calls: CountedCalls; reset(): void };
+
 /** A backend an adapter test runs on: opens fresh stores, and removes what they left at the end. */
 export interface TestBackend {
   /** `sealed-memory` in CI, `sealed-jsonl` under TIDEMARK_FULL=1: the sealed wrapper over either. */

@@ -7,15 +7,14 @@
 // On memory and on two store instances over one JSONL root, SQLite file and PostgreSQL schema, with
 // the rewrite made by the other instance in that window.
 import { createEvent, createEventActions, type Event, type Session } from '@google/adk';
-import {
-  type AppendOptions,
-  checksAppendAfter,
-  isTidemarkError,
-  type SessionEvent,
-  type SessionStore,
-} from '@tidemark/core';
+import { checksAppendAfter, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends, withInterleaving } from '@tidemark/test-hosts';
+import {
+  countingStore as counting,
+  openStoreAt,
+  sharedBackends,
+  withInterleaving,
+} from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appStateLog, sessionLog, TidemarkSessionService } from '../src/index.js';
 import { ADK_EVENT, SNAPSHOT_EVERY } from '../src/records.js';
@@ -23,50 +22,6 @@ import { ADK_EVENT, SNAPSHOT_EVERY } from '../src/records.js';
 const key = (sessionId: string) => ({ appName: 'app', userId: 'u', sessionId });
 const event = (id: string, stateDelta: Record<string, unknown> = {}, timestamp = 1000): Event =>
   createEvent({ id, timestamp, actions: createEventActions({ stateDelta }) });
-
-interface Calls {
-  reads: number;
-  loads: number;
-  appends: number;
-  /** Appends that named the event they were planned after. */
-  afters: number;
-  conflicts: number;
-}
-
-/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
-function counting(inner: SessionStore, capable: boolean) {
-  const calls: Calls = { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    async append(id: string, events: readonly SessionEvent[], options?: AppendOptions) {
-      calls.appends += 1;
-      if (options?.after !== undefined) calls.afters += 1;
-      try {
-        // A store that does not check `after` is not handed it (as one written before it existed).
-        return await (capable ? inner.append(id, events, options) : inner.append(id, events));
-      } catch (error) {
-        if (isTidemarkError(error, 'CONFLICT')) calls.conflicts += 1;
-        throw error;
-      }
-    },
-    load: (id, options) => {
-      calls.loads += 1;
-      return inner.load(id, options);
-    },
-    read: (id, range) => {
-      calls.reads += 1;
-      return inner.read(id, range);
-    },
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-    ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
-  };
-  const reset = () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 });
-  return { store, calls, reset };
-}
 
 /**
  * `inner` counted and checking `after`, as host B sees it: after `arm(meanwhile)`, `meanwhile` runs
@@ -105,6 +60,7 @@ describe('call counts per appendEvent', () => {
       loads: 0,
       appends: 1,
       afters: 1,
+      updates: 0,
       conflicts: 0,
     });
   });
@@ -115,6 +71,7 @@ describe('call counts per appendEvent', () => {
       loads: 0,
       appends: 3,
       afters: 3,
+      updates: 0,
       conflicts: 0,
     });
   });
@@ -127,6 +84,7 @@ describe('call counts per appendEvent', () => {
       loads: 0,
       appends: 1,
       afters: 0,
+      updates: 0,
       conflicts: 0,
     });
     expect(await perAppend(false, (i) => ({ 'app:n': i, 'user:n': i }))).toEqual({
@@ -134,6 +92,7 @@ describe('call counts per appendEvent', () => {
       loads: 0,
       appends: 3,
       afters: 0,
+      updates: 0,
       conflicts: 0,
     });
   });

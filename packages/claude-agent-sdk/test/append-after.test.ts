@@ -7,9 +7,9 @@
 // append lands on what the store holds.
 
 import type { SessionKey, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
-import { type AppendOptions, checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
+import { checksAppendAfter, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends } from '@tidemark/test-hosts';
+import { countingStore as counting, openStoreAt, sharedBackends } from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TidemarkSessionStore } from '../src/index.js';
 
@@ -20,48 +20,6 @@ const line = (uuid: string, text: string): SessionStoreEntry => ({
   uuid,
   message: { role: 'user', content: text },
 });
-
-interface Calls {
-  reads: number;
-  loads: number;
-  appends: number;
-  afters: number;
-  conflicts: number;
-}
-
-/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
-function counting(inner: SessionStore, capable: boolean) {
-  const calls: Calls = { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    async append(id, events, options?: AppendOptions) {
-      calls.appends += 1;
-      if (options?.after !== undefined) calls.afters += 1;
-      try {
-        return await (capable ? inner.append(id, events, options) : inner.append(id, events));
-      } catch (error) {
-        if (isTidemarkError(error, 'CONFLICT')) calls.conflicts += 1;
-        throw error;
-      }
-    },
-    load: (id, options) => {
-      calls.loads += 1;
-      return inner.load(id, options);
-    },
-    read: (id, range) => {
-      calls.reads += 1;
-      return inner.read(id, range);
-    },
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-    ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
-  };
-  const reset = () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 });
-  return { store, calls, reset };
-}
 
 /** How many appends (batches of entries) the session's log holds, stray ones included. */
 async function appendBatches(store: SessionStore): Promise<number> {
@@ -79,7 +37,7 @@ describe('warm appends on a store that checks append after', () => {
     reset();
     for (let i = 1; i <= 5; i++) await s.append(KEY, [line(`u${i}`, `line ${i}`)]);
     await s.append(SUB, [line('s1', 'sub')]);
-    expect(calls).toEqual({ reads: 0, loads: 0, appends: 6, afters: 6, conflicts: 0 });
+    expect(calls).toEqual({ reads: 0, loads: 0, appends: 6, afters: 6, updates: 6, conflicts: 0 });
     const fresh = new TidemarkSessionStore({ store: inner });
     expect((await fresh.load(KEY))?.map((e) => e.uuid)).toEqual(['u0', 'u1', 'u2', 'u3', 'u4', 'u5']);
     expect(await fresh.load(SUB)).toEqual([line('s1', 'sub')]);

@@ -7,15 +7,9 @@
 
 import type { RunnableConfig } from '@langchain/core/runnables';
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
-import {
-  type AppendOptions,
-  checksAppendAfter,
-  isTidemarkError,
-  type SessionEvent,
-  type SessionStore,
-} from '@tidemark/core';
+import { checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends } from '@tidemark/test-hosts';
+import { countingStore as counting, openStoreAt, sharedBackends } from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
 
@@ -25,56 +19,6 @@ const idOf = (config: RunnableConfig | undefined): unknown => config?.configurab
 
 function checkpoint(values: Record<string, unknown>, versions: Record<string, number>): Checkpoint {
   return { ...emptyCheckpoint(), id: uuid6(-1), channel_values: values, channel_versions: versions };
-}
-
-interface Calls {
-  reads: number;
-  loads: number;
-  appends: number;
-  /** Appends that named the event they were planned after. */
-  afters: number;
-  conflicts: number;
-}
-
-/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
-function counting(
-  inner: SessionStore,
-  capable: boolean,
-): { store: SessionStore; calls: Calls; reset(): void } {
-  const calls: Calls = { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    async append(id: string, events: readonly SessionEvent[], options?: AppendOptions) {
-      calls.appends += 1;
-      if (options?.after !== undefined) calls.afters += 1;
-      try {
-        // A store that does not check `after` is not handed it (as one written before it existed).
-        return await (capable ? inner.append(id, events, options) : inner.append(id, events));
-      } catch (error) {
-        if (isTidemarkError(error, 'CONFLICT')) calls.conflicts += 1;
-        throw error;
-      }
-    },
-    load: (id, options) => {
-      calls.loads += 1;
-      return inner.load(id, options);
-    },
-    read: (id, range) => {
-      calls.reads += 1;
-      return inner.read(id, range);
-    },
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-    ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
-  };
-  return {
-    store,
-    calls,
-    reset: () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 }),
-  };
 }
 
 /**
@@ -112,7 +56,7 @@ describe('warm writes on a store that checks append after', () => {
     const root = await saver.put(thread('warm'), checkpoint({}, {}), meta, {});
     reset();
     const last = await steps(saver, root, 5);
-    expect(calls).toEqual({ reads: 0, loads: 0, appends: 10, afters: 10, conflicts: 0 });
+    expect(calls).toEqual({ reads: 0, loads: 0, appends: 10, afters: 10, updates: 0, conflicts: 0 });
     const fresh = await new TidemarkSaver(inner).getTuple(thread('warm'));
     expect(idOf(fresh?.config)).toBe(idOf(last));
     expect(fresh?.checkpoint.channel_values).toEqual({ n: 5 });

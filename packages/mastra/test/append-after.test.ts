@@ -9,58 +9,18 @@
 // knows, its write lands on what the store holds.
 
 import type { StorageThreadType } from '@mastra/core/memory';
-import { type AppendOptions, checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
+import { checksAppendAfter, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends, withInterleaving } from '@tidemark/test-hosts';
+import {
+  type CountedCalls as Calls,
+  countingStore as counting,
+  openStoreAt,
+  sharedBackends,
+  withInterleaving,
+} from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TidemarkMastraStore, threadSessionId } from '../src/index.js';
 import { sampleMessage, sampleThread, textsOf } from './targets.js';
-
-interface Calls {
-  reads: number;
-  loads: number;
-  appends: number;
-  afters: number;
-  updates: number;
-  conflicts: number;
-}
-const none = (): Calls => ({ reads: 0, loads: 0, appends: 0, afters: 0, updates: 0, conflicts: 0 });
-
-/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
-function counting(inner: SessionStore, capable: boolean) {
-  const calls = none();
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    async append(id, events, options?: AppendOptions) {
-      calls.appends += 1;
-      if (options?.after !== undefined) calls.afters += 1;
-      try {
-        return await (capable ? inner.append(id, events, options) : inner.append(id, events));
-      } catch (error) {
-        if (isTidemarkError(error, 'CONFLICT')) calls.conflicts += 1;
-        throw error;
-      }
-    },
-    load: (id, options) => {
-      calls.loads += 1;
-      return inner.load(id, options);
-    },
-    read: (id, range) => {
-      calls.reads += 1;
-      return inner.read(id, range);
-    },
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => {
-      calls.updates += 1;
-      return inner.update(id, patch);
-    },
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-    ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
-  };
-  return { store, calls, reset: () => Object.assign(calls, none()) };
-}
 
 const THREAD = sampleThread({ id: 'chat', resourceId: 'user-1', title: 'first' });
 const RUN = { workflowName: 'wf', runId: 'run-1' };
@@ -103,6 +63,8 @@ const WRITES: [string, (s: TidemarkMastraStore, m: { m1: { id: string } }) => Pr
   // Finds the message by id (reads its thread), then removes it.
   ['deleteMessages', (s, { m1 }) => s.memory.deleteMessages([m1.id])],
 ];
+
+const none = (): Calls => ({ reads: 0, loads: 0, appends: 0, afters: 0, updates: 0, conflicts: 0 });
 
 /** The calls one warm write makes, on a store that checks `after` or on one that does not. */
 async function callsOf(write: (typeof WRITES)[number][1], capable: boolean): Promise<Calls> {

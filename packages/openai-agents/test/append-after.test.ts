@@ -6,55 +6,18 @@
 // store and the rewrite made by the other instance in that window.
 
 import type { AgentInputItem } from '@openai/agents-core';
-import { type AppendOptions, checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
+import { checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { openStoreAt, sharedBackends, withInterleaving } from '@tidemark/test-hosts';
+import {
+  countingStore as counting,
+  openStoreAt,
+  sharedBackends,
+  withInterleaving,
+} from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TidemarkSession } from '../src/index.js';
 
 const user = (text: string): AgentInputItem => ({ role: 'user', content: [{ type: 'input_text', text }] });
-
-interface Calls {
-  reads: number;
-  loads: number;
-  appends: number;
-  afters: number;
-  conflicts: number;
-}
-
-/** `inner` with its calls counted; with `capable`, it tells that it checks `after` (as `inner` does). */
-function counting(inner: SessionStore, capable: boolean) {
-  const calls: Calls = { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 };
-  const store: SessionStore = {
-    create: (init) => inner.create(init),
-    async append(id, events, options?: AppendOptions) {
-      calls.appends += 1;
-      if (options?.after !== undefined) calls.afters += 1;
-      try {
-        return await (capable ? inner.append(id, events, options) : inner.append(id, events));
-      } catch (error) {
-        if (isTidemarkError(error, 'CONFLICT')) calls.conflicts += 1;
-        throw error;
-      }
-    },
-    load: (id, options) => {
-      calls.loads += 1;
-      return inner.load(id, options);
-    },
-    read: (id, range) => {
-      calls.reads += 1;
-      return inner.read(id, range);
-    },
-    list: (query) => inner.list(query),
-    has: (id) => inner.has(id),
-    update: (id, patch) => inner.update(id, patch),
-    delete: (id, options) => inner.delete(id, options),
-    close: () => inner.close(),
-    ...(capable && inner.capabilities !== undefined && { capabilities: inner.capabilities }),
-  };
-  const reset = () => Object.assign(calls, { reads: 0, loads: 0, appends: 0, afters: 0, conflicts: 0 });
-  return { store, calls, reset };
-}
 
 /**
  * `inner` counted and checking `after`, as host B sees it: after `arm(meanwhile)`, `meanwhile` runs
@@ -78,7 +41,7 @@ describe('writes on a store that checks append after', () => {
     await session.addItems([user('two')]);
     await session.addItems([user('three')]);
     expect(await session.popItem()).toEqual(user('three'));
-    expect(calls).toEqual({ reads: 3, loads: 0, appends: 3, afters: 3, conflicts: 0 });
+    expect(calls).toEqual({ reads: 3, loads: 0, appends: 3, afters: 3, updates: 0, conflicts: 0 });
     expect(await new TidemarkSession({ store: inner, sessionId: 'chat' }).getItems()).toEqual([
       user('one'),
       user('two'),
