@@ -59,6 +59,9 @@ export function validateRepairOptions(options: unknown): Required<RepairOptions>
   return { tail, dropCorrupt };
 }
 
+const CHECKS_AFTER: StoreCapabilities = Object.freeze({ appendAfter: true });
+const DOES_NOT_CLAIM_AFTER: StoreCapabilities = Object.freeze({ appendAfter: false });
+
 /**
  * The base of every backend. It owns the rules of contract §4 that do not depend on storage; a backend
  * implements the protected `storage*` hooks. Each hook is called with validated arguments, on an
@@ -75,11 +78,16 @@ export abstract class SessionStoreBase implements MaintainedStore {
   /** The format version this backend stamps on meta. */
   protected abstract readonly formatVersion: number;
   /**
-   * Every backend on this base checks `append(…, { after })`: in the same write as the batch when
-   * it sets {@link SessionStoreBase.storageChecksAfter}, else by the read the base makes just
-   * before `storageAppend` (exact within this instance; another instance may still write between).
+   * `appendAfter` is claimed only by a backend that checks `after` in the same write as the batch
+   * ({@link SessionStoreBase.storageChecksAfter}), so that it holds across instances and processes.
+   * Every other backend on this base still honours `after` (the base reads the event at `after.seq`
+   * just before `storageAppend`), but that read is exact within this instance only: another
+   * instance may delete and rewrite the session in between, so callers must not drop their own
+   * confirming reads for it, and the capability is not claimed.
    */
-  readonly capabilities: StoreCapabilities = { appendAfter: true };
+  get capabilities(): StoreCapabilities {
+    return this.storageChecksAfter ? CHECKS_AFTER : DOES_NOT_CLAIM_AFTER;
+  }
   /**
    * True when `storageAppend` checks its `after` argument itself, in the same transaction or under
    * the same lock as the write (with {@link assertStoredAfter}), so the check holds across

@@ -157,10 +157,18 @@ describe('a third-party backend, from the packed packages', () => {
       testResults: { assertionResults: { title: string; status: string }[] }[];
     };
     expect(results.numTotalTests).toBeGreaterThan(40);
-    expect(results.numPassedTests).toBe(results.numTotalTests);
-    const passed = results.testResults
-      .flatMap((file) => file.assertionResults)
-      .filter((t) => t.status === 'passed');
+    const all = results.testResults.flatMap((file) => file.assertionResults);
+    const passed = all.filter((t) => t.status === 'passed');
+    // The only checks not run are those of append(…, { after }): the example checks `after` by the
+    // base's read, exact within one instance only, so its store does not claim the capability
+    // (contract §4.2) and those checks are reported skipped. Every other check passes.
+    const notPassed = all.filter((t) => t.status !== 'passed');
+    expect(notPassed.length).toBeGreaterThan(0);
+    expect(
+      notPassed.filter((t) => t.status !== 'skipped' || !/\bafter\b/.test(t.title)),
+      shown(result),
+    ).toEqual([]);
+    expect(passed.length + notPassed.length).toBe(results.numTotalTests);
     expect(passed.map((t) => t.title)).toContain(
       'open refuses an unknown or misspelt option with INVALID naming it',
     );
