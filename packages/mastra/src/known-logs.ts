@@ -19,11 +19,19 @@ export interface Known {
 /** Sessions known per store, and messages held in all of them: the least recently used go first. */
 const MAX_SESSIONS = 512;
 const MAX_MESSAGES = 50_000;
+/**
+ * Characters of records (the last events' data, as JSON) held in all of them: a workflow run's
+ * record is its whole snapshot, which can be megabytes, so a count alone does not bound the memory.
+ * A record larger than a quarter of this is not kept (its next write reads it, as before).
+ */
+const MAX_RECORD_CHARS = 32 * 1024 * 1024;
 
 /** The known logs of one store, bounded. */
 export class KnownLogs {
   readonly #logs = new Map<string, Known>();
+  readonly #chars = new Map<string, number>();
   #messages = 0;
+  #recordChars = 0;
 
   /** What is known of session `id` (and it becomes the most recently used). */
   get(id: string): Known | undefined {
@@ -38,10 +46,19 @@ export class KnownLogs {
   /** Keeps `known` for session `id`, in place of anything known before. */
   set(id: string, known: Known): void {
     this.forget(id);
+    const chars = JSON.stringify(known.last.data).length;
+    if (chars > MAX_RECORD_CHARS / 4) return;
     this.#logs.set(id, known);
+    this.#chars.set(id, chars);
     this.#messages += known.messages?.size ?? 0;
+    this.#recordChars += chars;
     for (const oldest of this.#logs.keys()) {
-      if (this.#logs.size <= MAX_SESSIONS && this.#messages <= MAX_MESSAGES) break;
+      if (
+        this.#logs.size <= MAX_SESSIONS &&
+        this.#messages <= MAX_MESSAGES &&
+        this.#recordChars <= MAX_RECORD_CHARS
+      )
+        break;
       if (oldest !== id) this.forget(oldest); // the log just kept stays, however large
     }
   }
@@ -52,6 +69,8 @@ export class KnownLogs {
     if (known === undefined) return;
     this.#logs.delete(id);
     this.#messages -= known.messages?.size ?? 0;
+    this.#recordChars -= this.#chars.get(id) ?? 0;
+    this.#chars.delete(id);
   }
 }
 
