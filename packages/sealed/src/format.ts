@@ -101,8 +101,8 @@ const SCRATCH_BYTES = 16 * 1024;
 /**
  * HMAC's inner input, `ipad || u32be(len aad) || aad || plaintext`, laid out once per seal so that
  * the AAD and plaintext are encoded once and handed to the hash and the cipher as views. Reused:
- * sealing is synchronous, so no two seals share it. It holds the last seal's bytes until the next
- * one overwrites them, as a dropped buffer would until the memory is reused.
+ * sealing is synchronous, so no two seals share it. Zeroed after each seal: it lives as long as the
+ * process, and would otherwise keep the last plaintext (and the key's inner pad) readable in it.
  */
 const scratch = Buffer.allocUnsafe(SCRATCH_BYTES);
 /** The synthetic IV of the seal in progress (createCipheriv copies it). */
@@ -137,6 +137,7 @@ function sealBytes(keyId: string, keys: DerivedKeys, aad: string, plaintext: str
   ct.copy(input, IV_BYTES);
   tag.copy(input, IV_BYTES + ct.length);
   const text = input.toString('base64url', 0, IV_BYTES + ct.length + TAG_BYTES);
+  if (input === scratch) scratch.fill(0, 0, end);
   return `${SEALED_VERSION}.${keyId}.${text.slice(0, IV_TEXT)}.${text.slice(IV_TEXT)}`;
 }
 
