@@ -29,6 +29,14 @@ export interface SharedBackend {
 
 /** JSONL and SQLite, and PostgreSQL when its server answers (with CI=true a missing server throws). */
 export declare function sharedBackends(): Promise<SharedBackend[]>;
+/**
+ * Two store instances over one new shared store of `backend`, as two hosts open it (JSONL ones let
+ * go of a session's writer lock right after each operation), and `close`, which closes both and
+ * removes the store.
+ */
+export declare function openTwoInstances(
+  backend: SharedBackend,
+): Promise<{ storeA: SessionStore; storeB: SessionStore; close(): Promise<void> }>;
 /** Opens the store at `address` in this process. */
 export declare function openStoreAt(address: StoreAddress): Promise<SessionStore>;
 /** True when the PostgreSQL test server answers. */

@@ -90,3 +90,22 @@ export async function sharedBackends() {
   else console.warn(`PostgreSQL does not answer at ${PG_URL}: its shared-store tests are left out`);
   return list;
 }
+
+/**
+ * Two store instances over one new shared store of `backend` (as two hosts would open it), and how
+ * to close both and remove what they left. JSONL instances let go of a session's writer lock right
+ * after each operation (`lockIdleMs: 0`), so the two can write one session in turn.
+ * @param {{ name: string, create(options?: object): Promise<{ address: unknown, cleanup(): Promise<void> }> }} backend
+ */
+export async function openTwoInstances(backend) {
+  const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
+  const [storeA, storeB] = await Promise.all([openStoreAt(shared.address), openStoreAt(shared.address)]);
+  return {
+    storeA,
+    storeB,
+    async close() {
+      await Promise.all([storeA.close(), storeB.close()]);
+      await shared.cleanup();
+    },
+  };
+}

@@ -11,7 +11,7 @@ import { checksAppendAfter, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import {
   countingStore as counting,
-  openStoreAt,
+  openTwoInstances,
   sharedBackends,
   withInterleaving,
 } from '@tidemark/test-hosts';
@@ -116,20 +116,8 @@ const pairs: Pair[] = [
     (backend): Pair => ({
       name: `two ${backend.name} store instances`,
       open: async () => {
-        // JSONL: each instance lets go of a session's writer lock right after its operation.
-        const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
-        const [storeA, storeB] = await Promise.all([
-          openStoreAt(shared.address),
-          openStoreAt(shared.address),
-        ]);
-        return {
-          storeA,
-          storeB,
-          cleanup: async () => {
-            await Promise.all([storeA.close(), storeB.close()]);
-            await shared.cleanup();
-          },
-        };
+        const { storeA, storeB, close } = await openTwoInstances(backend);
+        return { storeA, storeB, cleanup: close };
       },
     }),
   ),

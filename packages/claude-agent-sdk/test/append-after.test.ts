@@ -9,7 +9,7 @@
 import type { SessionKey, SessionStoreEntry } from '@anthropic-ai/claude-agent-sdk';
 import { checksAppendAfter, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { countingStore as counting, openStoreAt, sharedBackends } from '@tidemark/test-hosts';
+import { countingStore as counting, openTwoInstances, sharedBackends } from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TidemarkSessionStore } from '../src/index.js';
 
@@ -89,19 +89,13 @@ describe('warm appends on a store that checks append after', () => {
 describe.each(await sharedBackends())(
   'behind the cache of host B, on two $name store instances',
   (backend) => {
-    let cleanup: () => Promise<void>;
+    let close: (() => Promise<void>) | undefined;
     let storeA: SessionStore;
     let storeB: SessionStore;
     beforeAll(async () => {
-      // JSONL: each instance lets go of a session's writer lock right after its operation.
-      const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
-      cleanup = shared.cleanup;
-      [storeA, storeB] = await Promise.all([openStoreAt(shared.address), openStoreAt(shared.address)]);
+      ({ storeA, storeB, close } = await openTwoInstances(backend));
     });
-    afterAll(async () => {
-      await Promise.all([storeA?.close(), storeB?.close()]);
-      await cleanup?.();
-    });
+    afterAll(() => close?.());
 
     it('stores an append again that B had cached once A deleted the session', async () => {
       const key = { ...KEY, sessionId: 'deleted' };

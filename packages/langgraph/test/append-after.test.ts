@@ -9,7 +9,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import { type Checkpoint, emptyCheckpoint, uuid6 } from '@langchain/langgraph-checkpoint';
 import { checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
-import { countingStore as counting, openStoreAt, sharedBackends } from '@tidemark/test-hosts';
+import { countingStore as counting, openTwoInstances, sharedBackends } from '@tidemark/test-hosts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionIdOfThread, TidemarkSaver } from '../src/index.js';
 
@@ -125,23 +125,17 @@ describe('warm writes on a store that checks append after', () => {
 describe.each(await sharedBackends())(
   'behind the cache of saver B, on two $name store instances',
   (backend) => {
-    let cleanup: () => Promise<void>;
+    let close: (() => Promise<void>) | undefined;
     let storeA: SessionStore;
     let storeB: SessionStore;
     let a: TidemarkSaver;
     let b: TidemarkSaver;
     beforeAll(async () => {
-      // JSONL: each instance lets go of a session's writer lock right after its operation.
-      const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
-      cleanup = shared.cleanup;
-      [storeA, storeB] = await Promise.all([openStoreAt(shared.address), openStoreAt(shared.address)]);
+      ({ storeA, storeB, close } = await openTwoInstances(backend));
       a = new TidemarkSaver(storeA);
       b = new TidemarkSaver(storeB);
     });
-    afterAll(async () => {
-      await Promise.all([storeA?.close(), storeB?.close()]);
-      await cleanup?.();
-    });
+    afterAll(() => close?.());
 
     /** A thread B cached at A's first checkpoint, which A then deleted and rewrote to the same length. */
     async function rewritten(t: string): Promise<{ first: Checkpoint; fromA: RunnableConfig }> {

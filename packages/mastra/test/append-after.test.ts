@@ -14,7 +14,7 @@ import { openMemoryStore } from '@tidemark/memory';
 import {
   type CountedCalls as Calls,
   countingStore as counting,
-  openStoreAt,
+  openTwoInstances,
   sharedBackends,
   withInterleaving,
 } from '@tidemark/test-hosts';
@@ -252,20 +252,14 @@ describe('a log deleted and written again to the same length behind what B knows
 });
 
 describe.each(await sharedBackends())('behind what host B knows, on two $name store instances', (backend) => {
-  let cleanup: () => Promise<void>;
+  let close: (() => Promise<void>) | undefined;
   let storeA: SessionStore;
   let storeB: SessionStore;
   beforeAll(async () => {
-    // JSONL: each instance lets go of a session's writer lock right after its operation.
-    const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
-    cleanup = shared.cleanup;
-    [storeA, storeB] = await Promise.all([openStoreAt(shared.address), openStoreAt(shared.address)]);
+    ({ storeA, storeB, close } = await openTwoInstances(backend));
     expect(checksAppendAfter(storeB)).toBe(true);
   });
-  afterAll(async () => {
-    await Promise.all([storeA?.close(), storeB?.close()]);
-    await cleanup?.();
-  });
+  afterAll(() => close?.());
 
   it('saves onto the thread A deleted and wrote again to the same length, as planned on it', async () => {
     const thread = sampleThread({ id: `rewritten-${backend.name}`, title: 'first life' });

@@ -10,7 +10,7 @@ import { checksAppendAfter, isTidemarkError, type SessionStore } from '@tidemark
 import { openMemoryStore } from '@tidemark/memory';
 import {
   countingStore as counting,
-  openStoreAt,
+  openTwoInstances,
   sharedBackends,
   withInterleaving,
 } from '@tidemark/test-hosts';
@@ -66,19 +66,13 @@ describe('writes on a store that checks append after', () => {
 describe.each(await sharedBackends())(
   'cleared and rewritten between B’s read and its append, on two $name store instances',
   (backend) => {
-    let cleanup: () => Promise<void>;
+    let close: (() => Promise<void>) | undefined;
     let storeA: SessionStore;
     let storeB: SessionStore;
     beforeAll(async () => {
-      // JSONL: each instance lets go of a session's writer lock right after its operation.
-      const shared = await backend.create(backend.name === 'jsonl' ? { lockIdleMs: 0 } : undefined);
-      cleanup = shared.cleanup;
-      [storeA, storeB] = await Promise.all([openStoreAt(shared.address), openStoreAt(shared.address)]);
+      ({ storeA, storeB, close } = await openTwoInstances(backend));
     });
-    afterAll(async () => {
-      await Promise.all([storeA?.close(), storeB?.close()]);
-      await cleanup?.();
-    });
+    afterAll(() => close?.());
 
     it('pops the rewritten last item, and the refused batch leaves nothing in the log', async () => {
       const a = new TidemarkSession({ store: storeA, sessionId: 'pop' });
