@@ -246,10 +246,10 @@ export function commit<S extends Head, T>(
   return queueOf(store).run(id, async () => {
     const checked = checksAppendAfter(store);
     const known = checked ? knownLogs(store).get(id) : undefined;
-    let guess = known === undefined ? undefined : fromKnown(steps, known);
+    let guess = known === undefined ? undefined : unlessThrown(() => steps.fromKnown?.(known));
     for (let attempt = 0; ; ) {
       const state = guess ?? (await steps.read());
-      const planned = guess === undefined ? steps.plan(state) : planOrNothing(steps.plan, state);
+      const planned = guess === undefined ? steps.plan(state) : unlessThrown(() => steps.plan(state));
       if (planned?.batch === undefined) {
         if (planned === undefined || guess !== undefined) {
           guess = undefined; // refused, or nothing to write, on what is known: read and plan again
@@ -273,19 +273,13 @@ export function commit<S extends Head, T>(
   });
 }
 
-/** The state as known, when it holds what the plan needs (a hint it cannot use is not used). */
-function fromKnown<S extends Head, T>(steps: Steps<S, T>, known: Known): S | undefined {
+/**
+ * `fn()`, or undefined when it throws: a hint it cannot use, or a plan refused on a state known but
+ * not read, is decided again on a read.
+ */
+function unlessThrown<R>(fn: () => R): R | undefined {
   try {
-    return steps.fromKnown?.(known);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The plan on a state known but not read: undefined when it refuses. */
-function planOrNothing<S, T>(plan: (state: S) => Plan<T>, state: S): Plan<T> | undefined {
-  try {
-    return plan(state);
+    return fn();
   } catch {
     return undefined;
   }
