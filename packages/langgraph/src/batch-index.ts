@@ -104,7 +104,7 @@ const HEX12 = /^[0-9a-f]{12}$/i;
  * The `k` of a batch's blobs: 48 random bits of its batch id (a random UUID), in base64url (what
  * `Buffer.from(hex, 'hex').toString('base64url')` gives, spelled here without the buffer).
  */
-export function blobKey(batch: string): string | undefined {
+function blobKey(batch: string): string | undefined {
   const hex =
     batch.length === 36 && batch[8] === '-'
       ? batch.slice(0, 8) + batch.slice(9, 13)

@@ -13,7 +13,7 @@ import type { JsonValue } from '@tidemark/core';
 /** Nesting read plainly at most; deeper values go the long way. */
 const MAX_DEPTH = 100;
 
-/** Returned by {@link plainCopy} when the value needs the serializer. */
+/** Returned by {@link plainWalk} when the value needs the serializer. */
 const SERIALIZER = Symbol('serializer');
 
 /** True when `serde` is LangGraph's `JsonPlusSerializer` itself: not a subclass, nothing overridden. */
@@ -31,7 +31,7 @@ export function isPlainJsonSerde(serde: SerializerProtocol): boolean {
  * assigns as a prototype; a number that does not write back as itself; deep nesting).
  */
 export function plainJsonValue(j: JsonValue): { value: unknown } | undefined {
-  const value = plainCopy(j, 0);
+  const value = plainWalk(j, 0, true);
   return value === SERIALIZER ? undefined : { value };
 }
 
@@ -47,44 +47,33 @@ export function plainJsonText(text: string): { value: unknown } | undefined {
     return undefined;
   }
   // The parse is this call's own: checked in place, not copied again.
-  return isPlain(value, 0) ? { value } : undefined;
+  return plainWalk(value, 0, false) === SERIALIZER ? undefined : { value };
 }
 
-function plainCopy(j: JsonValue, depth: number): unknown {
-  if (typeof j === 'number') return Number.isFinite(j) && !Object.is(j, -0) ? j : SERIALIZER;
-  if (typeof j !== 'object' || j === null) return j;
+/**
+ * `value` when LangGraph's serializer would give a plain copy of it, else {@link SERIALIZER}; with
+ * `copying`, that copy (fresh objects and arrays), else `value` itself, checked in place.
+ */
+function plainWalk(value: unknown, depth: number, copying: boolean): unknown {
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0) ? value : SERIALIZER;
+  if (typeof value !== 'object' || value === null) return value;
   if (depth >= MAX_DEPTH) return SERIALIZER;
-  if (Array.isArray(j)) {
-    const out: unknown[] = new Array(j.length);
-    for (let i = 0; i < j.length; i += 1) {
-      const item = plainCopy(j[i]!, depth + 1);
-      if (item === SERIALIZER) return SERIALIZER;
-      out[i] = item;
-    }
-    return out;
-  }
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(j)) {
-    if (key === 'lc' || key === '__proto__') return SERIALIZER;
-    const item = plainCopy(j[key]!, depth + 1);
-    if (item === SERIALIZER) return SERIALIZER;
-    out[key] = item;
-  }
-  return out;
-}
-
-/** True when {@link plainCopy} of `value` (a fresh parse) would be a copy of it. */
-function isPlain(value: unknown, depth: number): boolean {
-  if (typeof value === 'number') return !Object.is(value, -0);
-  if (typeof value !== 'object' || value === null) return true;
-  if (depth >= MAX_DEPTH) return false;
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i += 1) if (!isPlain(value[i], depth + 1)) return false;
-    return true;
+    const out: unknown[] | undefined = copying ? new Array(value.length) : undefined;
+    for (let i = 0; i < value.length; i += 1) {
+      const item = plainWalk(value[i], depth + 1, copying);
+      if (item === SERIALIZER) return SERIALIZER;
+      if (out !== undefined) out[i] = item;
+    }
+    return out ?? value;
   }
   const record = value as Record<string, unknown>;
+  const out: Record<string, unknown> | undefined = copying ? {} : undefined;
   for (const key of Object.keys(record)) {
-    if (key === 'lc' || key === '__proto__' || !isPlain(record[key], depth + 1)) return false;
+    if (key === 'lc' || key === '__proto__') return SERIALIZER;
+    const item = plainWalk(record[key], depth + 1, copying);
+    if (item === SERIALIZER) return SERIALIZER;
+    if (out !== undefined) out[key] = item;
   }
-  return true;
+  return out ?? value;
 }
