@@ -18,29 +18,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openSqliteStore } from '@tidemark/sqlite';
 import { TidemarkSaver } from '../dist/index.js';
+import { benchGraph } from './graph.mjs';
 
 const ROUNDS = Number(process.env.FOCUS_ROUNDS ?? 200);
 const CHECKPOINTS = 1000;
 const BIG = 64 * 1024;
 const config = { configurable: { thread_id: 'bench-thread' } };
-const State = Annotation.Root({
-  big: Annotation(),
-  n: Annotation(),
-  total: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
-});
-const graph = (cp) =>
-  new StateGraph(State)
-    .addNode('init', () => ({ big: 'x'.repeat(BIG), n: 0 }))
-    .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
-    .addEdge(START, 'init')
-    .addEdge('init', 'step')
-    .addConditionalEdges('step', (s) => (s.n < CHECKPOINTS - 3 ? 'step' : END))
-    .compile({ checkpointer: cp });
+const graph = (cp) => benchGraph(cp, CHECKPOINTS, BIG);
 const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
 const work = mkdtempSync(join(tmpdir(), 'cold-focus-'));
 const contenders = [

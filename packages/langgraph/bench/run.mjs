@@ -46,6 +46,7 @@ import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { openJsonlStore } from '@tidemark/jsonl';
 import { openSqliteStore } from '@tidemark/sqlite';
 import { TidemarkSaver } from '../dist/index.js';
+import { benchGraph } from './graph.mjs';
 
 const size = (name, fallback) => Number(process.env[name] ?? fallback);
 const ROUNDS = size('BENCH_ROUNDS', 5);
@@ -67,25 +68,12 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const State = Annotation.Root({
-  big: Annotation(),
-  n: Annotation(),
-  total: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
-});
-
 // Checkpoints of one run: the input's (step -1), the applied input's (step 0), init's, and one
 // per `step` super-step.
 const STEP_RUNS = CHECKPOINTS - 3;
 
 function buildGraph(checkpointer, checkpoints = CHECKPOINTS) {
-  const stepRuns = checkpoints - 3;
-  return new StateGraph(State)
-    .addNode('init', () => ({ big: 'x'.repeat(BIG_BYTES), n: 0 }))
-    .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
-    .addEdge(START, 'init')
-    .addEdge('init', 'step')
-    .addConditionalEdges('step', (s) => (s.n < stepRuns ? 'step' : END))
-    .compile({ checkpointer });
+  return benchGraph(checkpointer, checkpoints, BIG_BYTES);
 }
 
 const Growing = Annotation.Root({

@@ -5,25 +5,13 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import { benchGraph } from './graph.mjs';
 
 const ROUNDS = Number(process.env.FOCUS_ROUNDS ?? 7);
 const CHECKPOINTS = Number(process.env.FOCUS_CHECKPOINTS ?? 1000);
 const BACKEND = process.env.FOCUS_BACKEND ?? 'sqlite';
-const State = Annotation.Root({
-  big: Annotation(),
-  n: Annotation(),
-  total: Annotation({ reducer: (a, b) => a + b, default: () => 0 }),
-});
-const graph = (cp) =>
-  new StateGraph(State)
-    .addNode('init', () => ({ big: 'x'.repeat(65536), n: 0 }))
-    .addNode('step', (s) => ({ n: s.n + 1, total: 1 }))
-    .addEdge(START, 'init')
-    .addEdge('init', 'step')
-    .addConditionalEdges('step', (s) => (s.n < CHECKPOINTS - 3 ? 'step' : END))
-    .compile({ checkpointer: cp });
+const graph = (cp) => benchGraph(cp, CHECKPOINTS, 65536);
 
 const builds = [['this', new URL('../dist/index.js', import.meta.url).pathname]];
 for (const e of (process.env.FOCUS_BUILDS ?? '').split(',').filter(Boolean)) {
