@@ -10,7 +10,7 @@ import type { MastraDBMessage, StorageThreadType } from '@mastra/core/memory';
 import { isTidemarkError, type SessionStore } from '@tidemark/core';
 import { type Host, openStoreAt, type SharedStore, sharedBackends, startHost } from '@tidemark/test-hosts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TidemarkMastraStore } from '../src/index.js';
+import { TidemarkMastraStore, threadSessionId } from '../src/index.js';
 import { sampleMessage, sampleThread, sleep, textsOf } from './targets.js';
 
 const HOST = new URL('./fixtures/storage-host.mjs', import.meta.url);
@@ -124,6 +124,31 @@ describe.each(await sharedBackends())('two hosts over one $name store', (backend
     ]);
     expect((await a.memory.getThreadById({ threadId: thread.id }))?.title).toBe('second life');
     expect(await b.call<MastraDBMessage[]>('listMessagesById', [old[1]!.id])).toEqual([]);
+  });
+
+  it('saves on B, planned on what B kept of its own last save, onto the thread A deleted and wrote again to the same length', {
+    timeout: TIMEOUT,
+  }, async () => {
+    const log = async () => (await store.load(threadSessionId(thread.id))).events.length;
+    const start = await log();
+    // B's save leaves B knowing the thread's last event: its next save is planned on that alone.
+    await b.call('saveMessages', [sampleMessage(thread, 'b-1')]);
+    const kept = await log();
+    await handOver();
+    await a.memory.deleteThread({ threadId: thread.id });
+    await a.memory.saveThread({ thread: { ...thread, title: 'second life' } });
+    await a.memory.saveMessages({ messages: [sampleMessage(thread, 'a-1')] });
+    // The same length as the log B knows: only the events' content tells the two apart.
+    expect(await log()).toBe(kept);
+    await handOver();
+    await b.call('saveMessages', [sampleMessage(thread, 'b-2')]);
+    expect(textsOf((await a.memory.listMessages({ threadId: thread.id })).messages).sort()).toEqual([
+      'a-1',
+      'b-2',
+    ]);
+    expect((await a.memory.getThreadById({ threadId: thread.id }))?.title).toBe('second life');
+    // One save's batch landed on the new log, as planned on it: no stray batch planned on B's old one.
+    expect(await log()).toBe(kept + (kept - start));
   });
 
   it('keeps working memory and metadata written by both hosts', { timeout: TIMEOUT }, async () => {
