@@ -60,13 +60,12 @@ function processIsAlive(pid) {
 }
 
 /**
- * Whether the lock at `path` may be broken: its holder is gone, or it is old. An unreadable or
- * half-written lock is left alone while it is young (its writer may be between open and write).
- * @param {FileSystem} fs @param {string} path
+ * Whether the lock whose file held `bytes` may be broken: its holder is gone, or it is old. An
+ * unreadable or half-written lock is left alone while it is young (its writer may be between open
+ * and write).
+ * @param {FileSystem} fs @param {string} path @param {Uint8Array} bytes
  */
-async function isStale(fs, path) {
-  const bytes = await readIfPresent(fs, path);
-  if (bytes === undefined) return true;
+async function isStale(fs, path, bytes) {
   const [pid, token] = new TextDecoder().decode(bytes).split(' ');
   const holder = Number(pid);
   if (Number.isSafeInteger(holder) && holder > 0 && token !== undefined && token !== '') {
@@ -76,9 +75,49 @@ async function isStale(fs, path) {
   try {
     return Date.now() - (await fs.lstat(path)).mtimeMs > LOCK_STALE_MS;
   } catch (error) {
-    if (isENOENT(error)) return true;
+    if (isENOENT(error)) return false; // gone meanwhile: nothing to break, the next link decides
     throw error;
   }
+}
+
+/** Bytes equal, for telling whether the lock file still holds the stale lock it was judged by. */
+const sameBytes = (a, b) => a.length === b.length && a.every((byte, i) => byte === b[i]);
+
+/**
+ * Removes the lock at `path` if it still holds `stale` (the lock judged stale), under the breaker
+ * file `path.break`, so that breakers take turns: two writers that both found one dead holder's
+ * lock must not each remove what the other linked in its place. Lock holders never remove another's
+ * lock, so under the breaker the file cannot change between this check and the removal unless its
+ * holder was judged stale by age alone while still alive (30 s). A breaker left by a killed process
+ * is removed once its holder is gone. False when another breaker is at work (nothing done here).
+ * @param {FileSystem} fs @param {string} path @param {Uint8Array} stale
+ * @returns {Promise<boolean>}
+ */
+async function breakStale(fs, path, stale) {
+  const breaker = `${path}.break`;
+  let handle;
+  try {
+    handle = await fs.open(breaker, 'wx');
+  } catch (error) {
+    if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EEXIST') throw error;
+    const other = await readIfPresent(fs, breaker);
+    const holder = other === undefined ? Number.NaN : Number(new TextDecoder().decode(other));
+    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && !processIsAlive(holder))
+      await removeIfPresent(fs, breaker);
+    return false;
+  }
+  try {
+    try {
+      await writeAll(handle, new TextEncoder().encode(String(process.pid)));
+    } finally {
+      await handle.close();
+    }
+    const now = await readIfPresent(fs, path);
+    if (now !== undefined && sameBytes(now, stale)) await removeIfPresent(fs, path);
+  } finally {
+    await removeIfPresent(fs, breaker);
+  }
+  return true;
 }
 
 /**
@@ -144,14 +183,16 @@ async function acquire(fs, prepared, path, id, token) {
       if (/** @type {NodeJS.ErrnoException} */ (error).code !== 'EEXIST')
         throw toIoError(error, `locking ${path}`, id);
     }
-    let stale;
+    let broken = false;
     try {
-      stale = await isStale(fs, path);
-      if (stale) await removeIfPresent(fs, path);
+      const bytes = await readIfPresent(fs, path);
+      // Released meanwhile: link again at once (removing by path here could take a new holder's lock).
+      if (bytes === undefined) continue;
+      if (await isStale(fs, path, bytes)) broken = await breakStale(fs, path, bytes);
     } catch (error) {
       throw toIoError(error, `checking the lock ${path}`, id);
     }
-    if (stale) continue;
+    if (broken) continue;
     if (Date.now() > deadline)
       throw new TidemarkError('IO', `session ${id} is locked by another writer (${path})`, {
         sessionId: id,
