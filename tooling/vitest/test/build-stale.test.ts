@@ -49,6 +49,41 @@ describe('buildStalePackages', { timeout: TSC_RUNS_TIMEOUT_MS }, () => {
     expect(buildStalePackages(from, [relative(dirname(from), pkg)])).toEqual([pkg]);
   });
 
+  it("bundles after tsc when the package's build does, with the build's arguments", () => {
+    const pkg = tinyPackage('d');
+    writeFileSync(join(pkg, 'src', 'index.ts'), "export { answer } from './answer.js';\n");
+    writeFileSync(join(pkg, 'src', 'answer.ts'), 'export const answer: number = 42;\n');
+    writeFileSync(join(pkg, 'src', 'extra.ts'), "export { answer as extra } from './answer.js';\n");
+    writeFileSync(
+      join(pkg, 'tsconfig.build.json'),
+      JSON.stringify({
+        compilerOptions: {
+          outDir: 'dist',
+          rootDir: 'src',
+          module: 'es2022',
+          target: 'es2022',
+          declaration: true,
+        },
+        include: ['src'],
+      }),
+    );
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({
+        name: 'd',
+        type: 'module',
+        exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+        scripts: { build: 'tsc -p tsconfig.build.json && node ../../tooling/bundle.mjs extra.js' },
+      }),
+    );
+    expect(buildStalePackages(import.meta.url, [pkg])).toEqual([pkg]);
+    // The entry and the named file are bundles; the module they share is no file of its own.
+    expect(existsSync(join(pkg, 'dist', 'index.js'))).toBe(true);
+    expect(existsSync(join(pkg, 'dist', 'extra.js'))).toBe(true);
+    expect(existsSync(join(pkg, 'dist', 'answer.js'))).toBe(false);
+    expect(existsSync(join(pkg, 'dist', 'answer.d.ts'))).toBe(true);
+  });
+
   it('throws when a build fails, instead of leaving the tests to run stale code', () => {
     const pkg = tinyPackage('c');
     writeFileSync(join(pkg, 'src', 'index.ts'), 'export const answer: number = "not a number";\n');
