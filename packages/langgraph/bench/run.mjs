@@ -26,7 +26,10 @@
 // on the CHECKPOINTS thread (goal <= 1.5x); and the bytes on disk of a graph whose list channel
 // grows by one entry every step for BENCH_GROW_CHECKPOINTS checkpoints (goal <= SqliteSaver's).
 // The cold getTuple of the CHECKPOINTS thread is reported with the store opened before timing
-// (goal <= 2x SqliteSaver's) and with the open.
+// (goal <= 2x SqliteSaver's) and with the open. The first getTuple in a new Node process (child
+// bench/first-call.mjs, BENCH_NEW_PROCESS_CALLS per round and saver, default 2): the same goal,
+// where none of the saver's code has run yet, so that it is compiled as it first runs; reported
+// also with the store's open and with the imports of the saver and store.
 //
 // BENCH_BEFORE=<label>=<path of another build's dist/index.js>[,...] (e.g. a worktree of an earlier
 // commit, built): that build's TidemarkSaver runs in the same rounds, on SQLite and JSONL, as
@@ -36,6 +39,7 @@
 // it on that build's own @tidemark/sqlite and @tidemark/jsonl (resolved from its dist path), so
 // that before and after compare saver and stores together.
 
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -59,6 +63,7 @@ const THREAD = 'bench-thread';
 const LONG_CHECKPOINTS = size('BENCH_LONG_CHECKPOINTS', 10_000);
 const GROW_CHECKPOINTS = size('BENCH_GROW_CHECKPOINTS', 1000);
 const LIST_LIMIT = size('BENCH_LIST_LIMIT', 10);
+const NEW_PROCESS_CALLS = size('BENCH_NEW_PROCESS_CALLS', 2);
 
 const here = dirname(fileURLToPath(import.meta.url));
 const work = mkdtempSync(join(process.env.BENCH_DIR ?? tmpdir(), 'tidemark-langgraph-bench-'));
@@ -157,11 +162,18 @@ const RELAXED = { durability: 'relaxed', boundaryTypes: [] };
  * The tidemark contenders of one build of TidemarkSaver, named `<label> sqlite` and `<label> jsonl`,
  * on `stores` (this build's by default).
  */
-function tidemarkContenders(label, Saver, before = false, stores = { openSqliteStore, openJsonlStore }) {
+function tidemarkContenders(
+  label,
+  Saver,
+  before = false,
+  stores = { openSqliteStore, openJsonlStore },
+  dist,
+) {
   return [
     {
       name: `${label} sqlite`,
       before,
+      child: ['sqlite', ...(dist === undefined ? [] : [dist])],
       async open(dir) {
         const store = await stores.openSqliteStore({ path: join(dir, 'store.db'), ...RELAXED });
         return {
@@ -174,6 +186,7 @@ function tidemarkContenders(label, Saver, before = false, stores = { openSqliteS
     {
       name: `${label} jsonl`,
       before,
+      child: ['jsonl', ...(dist === undefined ? [] : [dist])],
       async open(dir) {
         const store = await stores.openJsonlStore({ root: join(dir, 'sessions'), ...RELAXED });
         return {
@@ -200,12 +213,14 @@ for (const entry of (process.env.BENCH_BEFORE ?? '').split(',').filter(Boolean))
     );
     stores = { openSqliteStore, openJsonlStore };
   }
-  BEFORE.push(...tidemarkContenders(label, Saver, true, stores));
+  // The new-process calls always run that build on its own stores (the child resolves them from it).
+  BEFORE.push(...tidemarkContenders(label, Saver, true, stores, path));
 }
 
 const CONTENDERS = [
   {
     name: 'SqliteSaver',
+    child: ['SqliteSaver'],
     async open(dir) {
       const saver = SqliteSaver.fromConnString(join(dir, 'checkpoints.db'));
       saver.setup();
@@ -289,6 +304,18 @@ async function round(contender, r) {
     coldRecentLists.push(recent.ms);
     await coldRecent.close();
   }
+  // The first getTuple in a new process (bench/first-call.mjs), where none of the saver's code
+  // has run: what a serverless function or a new worker meets, JIT and caches cold.
+  const firstCalls = [];
+  for (let i = 0; i < NEW_PROCESS_CALLS; i++) {
+    const out = execFileSync(process.execPath, [
+      join(here, 'first-call.mjs'),
+      contender.child[0],
+      dir,
+      ...contender.child.slice(1),
+    ]);
+    firstCalls.push(JSON.parse(out.toString()));
+  }
   const bytes = bytesUnder(dir);
   rmSync(dir, { recursive: true, force: true });
   return {
@@ -298,6 +325,9 @@ async function round(contender, r) {
     getTupleWarmMs: median(gets),
     getTupleColdMs: median(coldGets),
     getTupleColdWithOpenMs: median(coldGetsWithOpen),
+    getTupleNewProcessMs: median(firstCalls.map((c) => c.firstMs)),
+    getTupleNewProcessWithOpenMs: median(firstCalls.map((c) => c.openMs + c.firstMs)),
+    getTupleNewProcessWithImportMs: median(firstCalls.map((c) => c.importMs + c.openMs + c.firstMs)),
     listWarmMs: median(warmLists),
     listColdMs: median(coldLists),
     listRecentColdMs: median(coldRecentLists),
@@ -311,6 +341,12 @@ const METRICS = [
   ['getTupleWarmMs', 'getTuple latest, warm (ms)'],
   ['getTupleColdMs', 'getTuple latest, cold: new saver, store opened before timing (ms)'],
   ['getTupleColdWithOpenMs', 'getTuple latest, cold: new saver, with the store open (ms)'],
+  ['getTupleNewProcessMs', 'getTuple latest, first call in a new process, store opened before timing (ms)'],
+  ['getTupleNewProcessWithOpenMs', 'getTuple latest, first call in a new process, with the store open (ms)'],
+  [
+    'getTupleNewProcessWithImportMs',
+    'getTuple latest, first call in a new process, with imports and open (ms)',
+  ],
   ['listWarmMs', `list ${CHECKPOINTS} checkpoints, warm (ms)`],
   ['listColdMs', `list ${CHECKPOINTS} checkpoints, cold: new saver (ms)`],
   ['listRecentColdMs', `list with limit ${LIST_LIMIT}, cold: new saver (ms)`],
@@ -372,11 +408,18 @@ try {
       ratio: coldRatio,
       pass: coldRatio <= 2,
     });
+    const firstRatio = m.getTupleNewProcessMs / base.getTupleNewProcessMs;
+    goals.push({
+      goal: `${name}: first getTuple in a new process <= 2x SqliteSaver's (time ratio)`,
+      ratio: firstRatio,
+      pass: firstRatio <= 2,
+    });
     for (const b of BEFORE.filter((c) => c.name.endsWith(name.slice('tidemark'.length)))) {
       for (const key of [
         'writesPerStepMs',
         'getTupleWarmMs',
         'getTupleColdMs',
+        'getTupleNewProcessMs',
         'listWarmMs',
         'listColdMs',
         'listRecentColdMs',
@@ -405,7 +448,15 @@ try {
       const ratio = base[key] / m[key];
       goals.push({ goal: `${name}: ${key} >= 2x faster`, ratio, pass: ratio >= 2 });
     }
-    for (const key of ['writesPerStepMs', 'getTupleWarmMs', 'getTupleColdWithOpenMs', 'listRecentColdMs']) {
+    for (const key of [
+      'writesPerStepMs',
+      'getTupleWarmMs',
+      'getTupleColdWithOpenMs',
+      'getTupleNewProcessMs',
+      'getTupleNewProcessWithOpenMs',
+      'getTupleNewProcessWithImportMs',
+      'listRecentColdMs',
+    ]) {
       goals.push({ goal: `${name}: ${key} speed-up (no goal)`, ratio: base[key] / m[key], pass: true });
     }
   }
@@ -428,6 +479,7 @@ try {
           GET_CALLS,
           WARM_LISTS,
           COLD_CALLS,
+          NEW_PROCESS_CALLS,
           LONG_CHECKPOINTS,
           GROW_CHECKPOINTS,
           LIST_LIMIT,
