@@ -16,8 +16,8 @@ import {
   isSealedData,
   isSealedText,
   Keyring,
-  openEvent,
   openSummary,
+  SealedEventOpener,
   sealedKeyId,
   sealStore,
 } from '@tidemark/sealed';
@@ -164,11 +164,19 @@ export function openingView(inner: SessionStore, keyring: Keyring): SessionStore
     read(id, range) {
       return (async function* () {
         let sealed: boolean | undefined;
+        const opener = new SealedEventOpener(keyring, id);
         for await (const event of inner.read(id, range)) {
           const isSealed = isSealedData(event.data);
-          sealed ??= isSealed;
+          if (sealed === undefined) {
+            sealed = isSealed;
+            // A range that starts inside a batch sealed as one: its first record opens it.
+            const head = isSealed ? opener.headSeqFor(event) : undefined;
+            if (head !== undefined)
+              for await (const first of inner.read(id, { fromSeq: head, toSeq: head }))
+                opener.openHead(first);
+          }
           if (isSealed !== sealed) throw mixed(id, event.seq);
-          yield isSealed ? openEvent(keyring, id, event) : event;
+          yield isSealed ? opener.open(event) : event;
         }
       })();
     },
@@ -183,11 +191,13 @@ function mixed(id: string, seq: number): TidemarkError {
   );
 }
 
+/** The events of a whole session (from seq 0) opened, or passed through when they are plaintext. */
 function openEvents(keyring: Keyring, id: string, events: readonly SessionEvent[]): SessionEvent[] {
   const first = events[0];
   const sealed = first !== undefined && isSealedData(first.data);
+  const opener = new SealedEventOpener(keyring, id);
   return events.map((event) => {
     if (isSealedData(event.data) !== sealed) throw mixed(id, event.seq);
-    return sealed ? openEvent(keyring, id, event) : event;
+    return sealed ? opener.open(event) : event;
   });
 }

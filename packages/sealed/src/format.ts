@@ -1,4 +1,5 @@
-// The sealed format, version 1 (`ts1`), as pure functions over events and summary fields.
+// The sealed format, version 1 (`ts1`), as pure functions over events and summary fields (the
+// text of sealed values is parsed in envelope.ts; batches sealed as one, `ts2`, are in batch.ts).
 //
 // A sealed value is the text `ts1.<keyId>.<iv>.<ct>`: iv is 12 bytes, ct the AES-256-GCM
 // ciphertext followed by its 16-byte tag, both base64url without padding. An event keeps seq, type
@@ -23,66 +24,34 @@ import {
   TidemarkError,
 } from '@tidemark/core';
 import { type SealedFailure, type SealedPlace, sealedCorrupt } from './errors.js';
-import { type DerivedKeys, derivedKeys, HMAC_BLOCK_BYTES, KEY_ID_PATTERN, type Keyring } from './keyring.js';
+
+export {
+  BATCH_SEALED_VERSION,
+  type Parsed,
+  type ParsedEvent,
+  type ParsedHead,
+  type ParsedMember,
+  SEALED_VERSION,
+} from './envelope.js';
+
+import {
+  IV_BYTES,
+  type Parsed,
+  type ParsedEvent,
+  type ParsedHead,
+  parseSealed,
+  SEALED_VERSION,
+  TAG_BYTES,
+} from './envelope.js';
+import { type DerivedKeys, derivedKeys, HMAC_BLOCK_BYTES, type Keyring } from './keyring.js';
 
 /** The one key of a sealed event's `data` (and of sealed `attrs`). */
 export const SEALED_KEY = 'tidemark:sealed';
-/** The format version tag that starts every sealed value. */
-export const SEALED_VERSION = 'ts1';
 /** The attrs entry where redaction counts are kept (inside the sealed attrs). */
 export const REDACTIONS_ATTR = 'tidemark:redactions';
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-
 /** Summary fields that are sealed. */
 export type SealedField = 'title' | 'firstPrompt' | 'attrs';
-
-/** A parsed sealed value. */
-interface Parsed {
-  keyId: string;
-  iv: Buffer;
-  ct: Buffer;
-}
-
-/** Why a text is not a well-formed sealed value, or its parts. */
-function parseSealed(text: string): Parsed | string {
-  const dot1 = text.indexOf('.');
-  if (dot1 === -1 || text.slice(0, dot1) !== SEALED_VERSION) {
-    return `not in sealed format ${SEALED_VERSION} (starts ${JSON.stringify(text.slice(0, 8))})`;
-  }
-  const dot2 = text.indexOf('.', dot1 + 1);
-  const dot3 = dot2 === -1 ? -1 : text.indexOf('.', dot2 + 1);
-  if (dot3 === -1 || text.indexOf('.', dot3 + 1) !== -1) return 'expected 4 dot-separated parts';
-  const keyId = text.slice(dot1 + 1, dot2);
-  if (!KEY_ID_PATTERN.test(keyId)) return 'bad key id';
-  const iv = decodeBase64url(text.slice(dot2 + 1, dot3));
-  if (iv === undefined || iv.length !== IV_BYTES) return 'bad iv';
-  const ct = decodeBase64url(text.slice(dot3 + 1));
-  if (ct === undefined || ct.length < TAG_BYTES) return 'bad ciphertext';
-  return { keyId, iv, ct };
-}
-
-const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-
-/**
- * Strict base64url without padding: only the alphabet, and the unused low bits of the last
- * character zero, so that every bit of the text matters (a flipped bit is never decoded away).
- */
-function decodeBase64url(text: string): Buffer | undefined {
-  const rest = text.length % 4;
-  if (rest === 1 || text.length === 0) return undefined;
-  if (rest !== 0) {
-    const last = B64URL.indexOf(text[text.length - 1]!);
-    if (last === -1 || (last & (rest === 2 ? 0x0f : 0x03)) !== 0) return undefined;
-  }
-  const bytes = Buffer.from(text, 'base64url');
-  // Node skips characters outside the alphabet: a decoded length short of what the text's length
-  // gives means one was there. '+', '/' and '=' are refused too (no regex over long texts on load).
-  if (bytes.length !== Math.floor((text.length * 3) / 4)) return undefined;
-  if (text.includes('+') || text.includes('/') || text.includes('=')) return undefined;
-  return bytes;
-}
 
 /**
  * SHA-256 of `data`, as a `binary` (latin1) string, one character per byte: Node's one-shot
@@ -111,11 +80,12 @@ const ivBytes = Buffer.alloc(IV_BYTES);
 const IV_TEXT = 16;
 
 /**
- * Seals `plaintext` (text, sealed as its UTF-8) with `aad` (text, bound as its UTF-8). The IV is
+ * Seals `plaintext` (text, sealed as its UTF-8) with `aad` (text, bound as its UTF-8) into
+ * `<iv>.<ciphertext and tag>`, both base64url. The IV is
  * HMAC-SHA256(ivKey, u32be(len aad) || aad || plaintext) cut to 12 bytes, computed as RFC 2104
  * defines it: H(opad || H(ipad || message)), from the pads derived with the key.
  */
-function sealBytes(keyId: string, keys: DerivedKeys, aad: string, plaintext: string): string {
+export function sealBody(keys: DerivedKeys, aad: string, plaintext: string): string {
   // 3 bytes of UTF-8 at most per UTF-16 unit: `write` never runs out of room (it would cut).
   const room = AAD_AT + 3 * (aad.length + plaintext.length);
   const input = room <= SCRATCH_BYTES ? scratch : Buffer.allocUnsafe(room);
@@ -138,12 +108,17 @@ function sealBytes(keyId: string, keys: DerivedKeys, aad: string, plaintext: str
   tag.copy(input, IV_BYTES + ct.length);
   const text = input.toString('base64url', 0, IV_BYTES + ct.length + TAG_BYTES);
   if (input === scratch) scratch.fill(0, 0, end);
-  return `${SEALED_VERSION}.${keyId}.${text.slice(0, IV_TEXT)}.${text.slice(IV_TEXT)}`;
+  return `${text.slice(0, IV_TEXT)}.${text.slice(IV_TEXT)}`;
+}
+
+/** A `ts1` sealed value: {@link sealBody} under the key `keyId`. */
+function sealBytes(keyId: string, keys: DerivedKeys, aad: string, plaintext: string): string {
+  return `${SEALED_VERSION}.${keyId}.${sealBody(keys, aad, plaintext)}`;
 }
 
 type Opened = { ok: true; plaintext: Buffer } | { ok: false; failure: SealedFailure; detail: string };
 
-function openBytes(keyring: Keyring, parsed: Parsed, aad: string): Opened {
+export function openBytes(keyring: Keyring, parsed: Parsed | ParsedHead, aad: string): Opened {
   const keys = derivedKeys(keyring, parsed.keyId);
   if (keys === undefined) {
     return {
@@ -177,14 +152,14 @@ function fieldAad(sessionId: string, field: SealedField, keyId: string): string 
   return `${SEALED_VERSION}\0${field}\0${sessionId}\0${keyId}`;
 }
 
-function currentKeys(keyring: Keyring): DerivedKeys {
+export function currentKeys(keyring: Keyring): DerivedKeys {
   const keys = derivedKeys(keyring, keyring.currentId);
   if (keys === undefined) throw new TidemarkError('INVALID', 'keyring: the current key is missing');
   return keys;
 }
 
 /** The sealed value inside `data` (`{ "tidemark:sealed": value }` and nothing else), if that is its shape. */
-function sealedValueOf(data: JsonValue): JsonValue | undefined {
+export function sealedValueOf(data: JsonValue): JsonValue | undefined {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
   let value: JsonValue | undefined;
   let count = 0;
@@ -195,10 +170,13 @@ function sealedValueOf(data: JsonValue): JsonValue | undefined {
   return count === 1 ? value : undefined;
 }
 
-/** True when `data` has the shape of sealed event data (or sealed attrs) with a well-formed sealed value. */
+/**
+ * True when `data` has the shape of sealed event data (a record of either form, `ts1` or `ts2`)
+ * or of sealed attrs, with a well-formed sealed value.
+ */
 export function isSealedData(data: JsonValue): boolean {
   const value = sealedValueOf(data);
-  return typeof value === 'string' && typeof parseSealed(value) !== 'string';
+  return typeof value === 'string' && typeof parseSealed(value, true) !== 'string';
 }
 
 /** True when `text` is a well-formed sealed value (a sealed title or firstPrompt). */
@@ -210,7 +188,7 @@ export function isSealedText(text: string): boolean {
 export function sealedKeyId(value: JsonValue | string): string | undefined {
   const text = typeof value === 'string' ? value : sealedValueOf(value);
   if (typeof text !== 'string') return undefined;
-  const parsed = parseSealed(text);
+  const parsed = parseSealed(text, typeof value !== 'string');
   return typeof parsed === 'string' ? undefined : parsed.keyId;
 }
 
@@ -234,7 +212,12 @@ export function sealPrepared(
   return sealDataJson(keyring, sessionId, event, json);
 }
 
-function sealDataJson(keyring: Keyring, sessionId: string, event: SessionEvent, json: string): SessionEvent {
+export function sealDataJson(
+  keyring: Keyring,
+  sessionId: string,
+  event: SessionEvent,
+  json: string,
+): SessionEvent {
   const keyId = keyring.currentId;
   const sealed = sealBytes(keyId, currentKeys(keyring), eventAad(sessionId, event, keyId), json);
   return { seq: event.seq, type: event.type, time: event.time, data: { [SEALED_KEY]: sealed } };
@@ -247,6 +230,16 @@ function parseStored(
   place: SealedPlace,
   what: string,
 ): Parsed {
+  return parseStoredAny(value, sessionId, place, what, false) as Parsed;
+}
+
+function parseStoredAny(
+  value: JsonValue | undefined,
+  sessionId: string,
+  place: SealedPlace,
+  what: string,
+  batch: boolean,
+): ParsedEvent {
   if (value === undefined) {
     throw sealedCorrupt('plaintext', sessionId, place, `${what} is not sealed (plaintext in a sealed store)`);
   }
@@ -258,14 +251,36 @@ function parseStored(
       `${what} has a malformed sealed envelope: not a string`,
     );
   }
-  const parsed = parseSealed(value);
+  const parsed = parseSealed(value, batch);
   if (typeof parsed === 'string') {
     throw sealedCorrupt('malformed', sessionId, place, `${what} has a malformed sealed envelope: ${parsed}`);
   }
   return parsed;
 }
 
+/** The sealed value of a stored event's data, of either form, or CORRUPT naming its seq. */
+export function parseStoredEvent(sessionId: string, event: SessionEvent): ParsedEvent {
+  const place = { seq: event.seq };
+  return parseStoredAny(
+    storedValue(event.data, sessionId, place, 'event data'),
+    sessionId,
+    place,
+    'event data',
+    true,
+  );
+}
+
 function parseStoredData(data: JsonValue, sessionId: string, place: SealedPlace, what: string): Parsed {
+  return parseStored(storedValue(data, sessionId, place, what), sessionId, place, what);
+}
+
+/** The value under the sealed key of stored data; CORRUPT when the key is there with others. */
+function storedValue(
+  data: JsonValue,
+  sessionId: string,
+  place: SealedPlace,
+  what: string,
+): JsonValue | undefined {
   const value = sealedValueOf(data);
   if (
     value === undefined &&
@@ -276,12 +291,12 @@ function parseStoredData(data: JsonValue, sessionId: string, place: SealedPlace,
   ) {
     throw sealedCorrupt('malformed', sessionId, place, `${what} has a malformed sealed envelope: extra keys`);
   }
-  return parseStored(value, sessionId, place, what);
+  return value;
 }
 
-function openJson(
+export function openJson(
   keyring: Keyring,
-  parsed: Parsed,
+  parsed: Parsed | ParsedHead,
   aad: string,
   sessionId: string,
   place: SealedPlace,
@@ -297,13 +312,17 @@ function openJson(
 }
 
 /**
- * Opens one sealed event.
- * @throws TidemarkError CORRUPT with `sessionId` and `location.seq`: tampered, unknown key id,
- *   plaintext or malformed (see {@link SealedFailure}).
+ * Opens one event sealed on its own (`ts1`), parsed by {@link parseStoredEvent}.
+ * @throws TidemarkError CORRUPT with `sessionId` and `location.seq`: tampered, unknown key id or
+ *   malformed (see {@link SealedFailure}).
  */
-export function openEvent(keyring: Keyring, sessionId: string, event: SessionEvent): SessionEvent {
+export function openRecord(
+  keyring: Keyring,
+  sessionId: string,
+  event: SessionEvent,
+  parsed: Parsed,
+): SessionEvent {
   const place = { seq: event.seq };
-  const parsed = parseStoredData(event.data, sessionId, place, 'event data');
   const data = openJson(
     keyring,
     parsed,
@@ -321,7 +340,7 @@ export function openEvent(keyring: Keyring, sessionId: string, event: SessionEve
  * @throws TidemarkError CORRUPT (plaintext / malformed) with `sessionId` and `location.seq`.
  */
 export function checkSealedEvent(sessionId: string, event: SessionEvent): SessionEvent {
-  parseStoredData(event.data, sessionId, { seq: event.seq }, 'event data');
+  parseStoredEvent(sessionId, event);
   return event;
 }
 

@@ -3,6 +3,16 @@
  * Sealed sessions: authenticated encryption at rest (AES-256-GCM, node:crypto) of each event's
  * `data` and of the summary's `title`, `firstPrompt` and `attrs`, over any SessionStore.
  */
+
+export {
+  type EventToSeal,
+  MAX_GROUP_BYTES,
+  openEvent,
+  openEvents,
+  SealedEventOpener,
+  sealBatch,
+  sealEvents,
+} from './batch.js';
 export {
   noKeys,
   SEALED_FAILURES,
@@ -12,11 +22,11 @@ export {
   sealedFailureOf,
 } from './errors.js';
 export {
+  BATCH_SEALED_VERSION,
   checkSealedEvent,
   isSealedData,
   isSealedText,
   maxSealableTextBytes,
-  openEvent,
   openSummary,
   REDACTIONS_ATTR,
   SEALED_KEY,

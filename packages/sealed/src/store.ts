@@ -8,7 +8,9 @@ import {
   assertValidId,
   type CreateInit,
   checksAppendAfter,
+  DEFAULT_MAX_EVENT_BYTES,
   type DeleteOptions,
+  dataJsonOf,
   type EventLimits,
   errors,
   generateId,
@@ -35,17 +37,18 @@ import {
   validateCreate,
   validatePatch,
 } from '@tidemark/core';
+import { SealedEventOpener, sealPreparedBatch } from './batch.js';
 import { noKeys } from './errors.js';
 import {
   checkSealedEvent,
-  openEvent,
   openSummary,
   sealAttrs,
   sealPrepared,
   sealSummaryFields,
   sealText,
 } from './format.js';
-import { type Keyring, type KeysOption, toKeyring } from './keyring.js';
+import { type Keyring, toKeyring } from './keyring.js';
+import { LastRecords, openedPairs, openStoredRecord, type StoredAndOpened } from './reads.js';
 import { mergeCounts, type Redactor } from './redact/index.js';
 import {
   anyCounted,
@@ -56,63 +59,15 @@ import {
   toRedactor,
   withCounts,
 } from './redaction.js';
+import type { SealedAppendResult, SealedStore, SealedStoreOptions } from './sealed-store.js';
 import { verifySealed } from './verify.js';
 
-/** Options of {@link sealStore}. */
-export interface SealedStoreOptions {
-  /**
-   * Keys (a Keyring, keys in code, or `TIDEMARK_KEYS` text), or undefined: then the store can
-   * list, has, delete and read (showing sealed values as they are stored), but append, update and
-   * a create with a title reject with INVALID.
-   */
-  keys: KeysOption;
-  /**
-   * Limits on the plaintext events (default: core's, 256 levels and 16 MiB). The inner store sees
-   * only the sealed form (depth 1, about 4/3 of the size), so these are checked here; give the inner
-   * store a `maxEventBytes` of at least `sealedEventBytes(limit)`.
-   */
-  limits?: EventLimits;
-  /**
-   * Opt-in redaction before sealing: `true` for the default patterns, or a Redactor. Event data,
-   * title, firstPrompt and attrs are redacted; the counts are kept in the sealed attrs under
-   * `"tidemark:redactions"`, and `append` resolves the batch's counts as `redactions`.
-   */
-  redact?: boolean | Redactor;
-}
-
-/** What a sealed store's append resolves: the next seq, and the batch's redactions when there were any. */
-export interface SealedAppendResult extends AppendResult {
-  /** Secrets replaced in this batch, by kind (present only when redaction replaced something). */
-  redactions?: Record<string, number>;
-}
-
-/** The size an event of `bytes` serialized bytes may reach once sealed (for the inner store's limit). */
-export function sealedEventBytes(bytes: number): number {
-  return Math.ceil(((bytes + 16) * 4) / 3) + 256;
-}
-
-/** A sealed store: a SessionStore whose event data and content summary fields are sealed in its inner store. */
-export interface SealedStore extends SessionStore {
-  /** The store holding the sealed records. */
-  readonly inner: SessionStore;
-  /** The keys, or undefined for a store opened without keys. */
-  readonly keyring: Keyring | undefined;
-  /**
-   * Appends as SessionStore.append does (with `options.after` checked as {@link SealedStore.capabilities}
-   * says); resolves the batch's redaction counts too.
-   */
-  append(id: string, events: readonly SessionEvent[], options?: AppendOptions): Promise<SealedAppendResult>;
-  /**
-   * `appendAfter` is the inner store's (`checksAppendAfter(inner)`, read once when the sealed store
-   * is made): the sealed store hands `after` on sealed, so it is checked exactly when the inner
-   * store checks it.
-   */
-  readonly capabilities: StoreCapabilities;
-  /** The inner store's verify; with keys, every event of each readable session is opened too (a `corrupt` problem with its seq). */
-  verify(target?: { id?: string }): Promise<VerifyReport>;
-  /** The inner store's repair. */
-  repair(id: string, options?: RepairOptions): Promise<RepairReport>;
-}
+export {
+  type SealedAppendResult,
+  type SealedStore,
+  type SealedStoreOptions,
+  sealedEventBytes,
+} from './sealed-store.js';
 
 interface Maintained {
   verify?(target?: { id?: string }): Promise<VerifyReport>;
@@ -153,6 +108,12 @@ class SealedSessionStore implements SealedStore {
   readonly #limits: EventLimits;
   readonly #redactor: Redactor | undefined;
   readonly #prompts = new Map<string, PromptState>();
+  /**
+   * Per session, the last record this instance appended or read, as stored: a hint for `after`
+   * (the last record of a batch sealed as one is a member, whose stored form does not follow from
+   * the event alone). Never trusted: the inner store checks `after` as handed over.
+   */
+  readonly #lastStored = new LastRecords();
   /** Fixed at construction: a store's capabilities do not change over its life (core's are readonly fields). */
   readonly capabilities: StoreCapabilities;
   #closed = false;
@@ -216,7 +177,14 @@ class SealedSessionStore implements SealedStore {
     let plain = prepared.map((p) => p.event);
     let counts: RedactionCounts = {};
     if (this.#redactor !== undefined) ({ events: plain, counts } = redactEvents(plain, this.#redactor));
-    const sealed = plain.map((event, i) => sealPrepared(keyring, id, prepared[i]!, event));
+    const sealed = sealPreparedBatch(
+      keyring,
+      id,
+      prepared,
+      plain,
+      dataJsonOf,
+      this.#limits.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
+    );
     const after = given === undefined ? undefined : this.#afterForms(keyring, id, given);
     let prompt: string | undefined;
     for (const event of plain) {
@@ -248,6 +216,7 @@ class SealedSessionStore implements SealedStore {
       return retry;
     }
     if (state !== undefined) this.#prompts.delete(id); // materialized now
+    this.#lastStored.remember(id, sealed[sealed.length - 1]!, plain[plain.length - 1]!);
     try {
       if (prompt !== undefined && !derived) {
         // Not derived with this batch: whether the session has a firstPrompt is the store's to say
@@ -306,17 +275,23 @@ class SealedSessionStore implements SealedStore {
     after: AfterForms | undefined,
   ): Promise<AppendResult> {
     if (after === undefined) return this.inner.append(id, sealed);
+    const known = this.#lastStored.get(id);
+    const hint =
+      known !== undefined && known.stored.seq === after.sealed.seq && isAfter(known.opened, after)
+        ? known.stored
+        : after.sealed;
     try {
-      return await this.inner.append(id, sealed, { after: after.sealed });
+      return await this.inner.append(id, sealed, { after: hint });
     } catch (error) {
       if (!isConflict(error)) throw error;
       const stored = await this.#storedAt(id, after.sealed.seq);
-      if (stored !== undefined && sameEvent(stored, after.sealed)) {
+      if (stored !== undefined && sameEvent(stored, hint)) {
         // The inner store found `after` as sent: the CONFLICT is the batch's (another writer
         // appended past it, or a retry whose data has its keys in another order: #sameAsStored).
         throw error;
       }
-      const opened = stored === undefined ? undefined : openEvent(keyring, id, stored);
+      const opened =
+        stored === undefined ? undefined : await openStoredRecord(this.inner, keyring, id, stored);
       if (opened === undefined || !isAfter(opened, after)) {
         assertStoredAfter(id, opened, after.given);
       }
@@ -361,21 +336,30 @@ class SealedSessionStore implements SealedStore {
     try {
       const fromSeq = (after?.given.event ?? prepared[0]!).seq;
       const toSeq = prepared[prepared.length - 1]!.seq;
-      const opened: SessionEvent[] = [];
-      for await (const stored of this.inner.read(id, { fromSeq, toSeq }))
-        opened.push(openEvent(keyring, id, stored));
+      const stored: StoredAndOpened[] = [];
+      for await (const pair of openedPairs(this.inner, keyring, id, { fromSeq, toSeq }, this.#lastStored))
+        stored.push(pair);
+      let before: StoredAndOpened | undefined;
       if (after !== undefined) {
         // The stored event before the batch must be after (sameEvent compares the seq too).
-        const before = opened.shift();
-        if (before === undefined || !isAfter(before, after)) return undefined;
+        before = stored.shift();
+        if (before === undefined || !isAfter(before.opened, after)) return undefined;
       }
-      if (opened.length !== prepared.length || !prepared.every((mine, i) => sameEvent(mine, opened[i]!)))
+      if (
+        stored.length !== prepared.length ||
+        !prepared.every((mine, i) => sameEvent(mine, stored[i]!.opened))
+      )
         return undefined;
-      for await (const last of this.inner.read(id, { last: 1 })) return { nextSeq: last.seq + 1 };
+      // The stored records themselves, appended: the inner store's own idempotent retry, which
+      // checks again atomically and ends this instance's reservation of the id as any append does.
+      return await this.inner.append(
+        id,
+        stored.map((pair) => pair.stored),
+        before === undefined ? undefined : { after: before.stored },
+      );
     } catch {
       return undefined;
     }
-    return undefined;
   }
 
   async load(id: string, options?: LoadOptions): Promise<LoadedSession> {
@@ -383,9 +367,14 @@ class SealedSessionStore implements SealedStore {
     const loaded = await this.inner.load(id, options);
     const keyring = this.keyring;
     const events = new Array<SessionEvent>(loaded.events.length);
-    for (let i = 0; i < events.length; i++) {
-      const event = loaded.events[i]!;
-      events[i] = keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
+    if (keyring === undefined) {
+      for (let i = 0; i < events.length; i++) events[i] = checkSealedEvent(id, loaded.events[i]!);
+    } else {
+      // A load starts at seq 0, never inside a batch.
+      const opener = new SealedEventOpener(keyring, id);
+      for (let i = 0; i < events.length; i++) events[i] = opener.open(loaded.events[i]!);
+      if (events.length > 0)
+        this.#lastStored.remember(id, loaded.events[events.length - 1]!, events[events.length - 1]!);
     }
     const summary = openSummary(keyring, loaded.summary);
     return { ...loaded, summary, events };
@@ -397,9 +386,12 @@ class SealedSessionStore implements SealedStore {
       async *[Symbol.asyncIterator]() {
         self.#assertOpen();
         const keyring = self.keyring;
-        for await (const event of self.inner.read(id, range)) {
-          yield keyring === undefined ? checkSealedEvent(id, event) : openEvent(keyring, id, event);
+        if (keyring === undefined) {
+          for await (const event of self.inner.read(id, range)) yield checkSealedEvent(id, event);
+          return;
         }
+        for await (const pair of openedPairs(self.inner, keyring, id, range, self.#lastStored))
+          yield pair.opened;
       },
     };
   }
@@ -452,12 +444,14 @@ class SealedSessionStore implements SealedStore {
       await this.inner.delete(id, options);
     } finally {
       this.#prompts.delete(id);
+      this.#lastStored.forget(id);
     }
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     this.#prompts.clear();
+    this.#lastStored.clear();
     await this.inner.close();
   }
 

@@ -4,7 +4,7 @@
 // `list`, which reports a summary that does not open in `problems`.
 import type { MaintenanceProblem, SessionHealth, SessionStore, VerifyReport } from '@tidemark/core';
 import { TidemarkError } from '@tidemark/core';
-import { openEvent } from './format.js';
+import { SealedEventOpener } from './batch.js';
 import type { Keyring } from './keyring.js';
 
 async function openProblem(
@@ -13,7 +13,8 @@ async function openProblem(
   id: string,
 ): Promise<MaintenanceProblem | undefined> {
   try {
-    for await (const event of inner.read(id)) openEvent(keyring, id, event);
+    const opener = new SealedEventOpener(keyring, id);
+    for await (const event of inner.read(id)) opener.open(event);
     return undefined;
   } catch (error) {
     if (!(error instanceof TidemarkError) || error.code !== 'CORRUPT') return undefined;

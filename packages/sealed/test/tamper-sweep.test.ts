@@ -3,7 +3,10 @@
 // row checksum recomputed, as anyone who can write those files would), and a new store reads it.
 // Each change must read as CORRUPT naming the session and the seq, and be reported by verify; the
 // other sessions still load whole, the tampered one is still listed (never absent), and the store
-// stays writable. Kinds: a flipped bit (in the IV, the ciphertext or the tag, by record), a seq
+// stays writable. Records of both forms are swept: sealed on their own (ts1, the one-event
+// batches) and sealed a batch at a time (ts2: the batch's first record holds its ciphertext, each
+// later one its index and the first's IV). Kinds: a flipped bit (in the IV, the ciphertext or the
+// tag, by record; in a later record of a batch, in the IV it repeats), a seq
 // swapped with its neighbour's, a record moved in from another session, plaintext slipped in, a
 // key id the keyring lacks; and the whole store opened with a keyring that lacks the key.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -186,9 +189,21 @@ async function sqliteDisk(): Promise<Disk> {
 const tokenOf = (data: JsonValue) => (data as Record<string, string>)[SEALED_KEY]!;
 const sealed = (token: string): JsonValue => ({ [SEALED_KEY]: token });
 
-/** The token with bit `bit` of its IV, ciphertext or tag flipped (`part` 0, 1 or 2). */
+/**
+ * The token with bit `bit` of its IV, ciphertext or tag flipped (`part` 0, 1 or 2); a later record
+ * of a batch holds only the IV, where the bit is flipped whatever `part` says.
+ */
 function flipped(token: string, part: number, bit: number): string {
-  const [version, keyId, iv, ct] = token.split('.') as [string, string, string, string];
+  const parts = token.split('.');
+  if (parts.length === 4 && parts[0] === 'ts2') {
+    const ivBytes = Buffer.from(parts[3]!, 'base64url');
+    const at = (bit >> 3) % ivBytes.length;
+    ivBytes[at] = ivBytes[at]! ^ (1 << (bit & 7));
+    return [...parts.slice(0, 3), ivBytes.toString('base64url')].join('.');
+  }
+  // ts1: version, key id, iv, ct; a ts2 batch's first record has its count after the key id.
+  const prefix = parts.slice(0, parts.length - 2);
+  const [iv, ct] = parts.slice(-2) as [string, string];
   const ivBytes = Buffer.from(iv, 'base64url');
   const ctBytes = Buffer.from(ct, 'base64url');
   const tagStart = ctBytes.length - 16;
@@ -200,7 +215,7 @@ function flipped(token: string, part: number, bit: number): string {
         : [ctBytes, tagStart, ctBytes.length];
   const at = from + ((bit >> 3) % (to - from));
   bytes[at] = bytes[at]! ^ (1 << (bit & 7));
-  return [version, keyId, ivBytes.toString('base64url'), ctBytes.toString('base64url')].join('.');
+  return [...prefix, ivBytes.toString('base64url'), ctBytes.toString('base64url')].join('.');
 }
 
 interface TamperCase {
@@ -252,8 +267,8 @@ const CASES: TamperCase[] = [
     kind: 'a key id the keyring lacks',
     failure: 'unknown-key',
     apply(disk, record) {
-      const [version, , iv, ct] = tokenOf(record.data).split('.');
-      disk.setData(record.session, record.seq, sealed([version, 'k9', iv, ct].join('.')));
+      const [version, , ...rest] = tokenOf(record.data).split('.');
+      disk.setData(record.session, record.seq, sealed([version, 'k9', ...rest].join('.')));
       return record.seq;
     },
   },
@@ -287,9 +302,17 @@ describe.each([
   });
   afterAll(() => removeTempDirs());
 
-  it('holds every record sealed', () => {
+  it('holds every record sealed, in both forms', () => {
     expect(records).toHaveLength(10);
-    for (const record of records) expect(tokenOf(record.data)).toMatch(/^ts1\.k2\./);
+    const forms = records.map((record) => {
+      const token = tokenOf(record.data);
+      expect(token).toMatch(/^ts[12]\.k2\./);
+      return token.startsWith('ts1.') ? 'alone' : token.split('.').length === 5 ? 'first' : 'later';
+    });
+    // gamma's one-event batches alone; alpha's two batches and beta's one, a batch at a time.
+    expect(forms.filter((f) => f === 'alone')).toHaveLength(2);
+    expect(forms.filter((f) => f === 'first')).toHaveLength(3);
+    expect(forms.filter((f) => f === 'later')).toHaveLength(5);
   });
 
   for (const tamper of CASES) {

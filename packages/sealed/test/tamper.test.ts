@@ -10,7 +10,10 @@ import { ev, keyring } from './helpers.js';
 async function sealedRecords(inner: SessionStore, id = 'src'): Promise<SessionEvent[]> {
   const store = sealStore(inner, { keys: keyring });
   await store.create({ id });
-  await store.append(id, [ev(0, { a: 'zero' }), ev(1, { a: 'one' }), ev(2, { a: 'two' }, 'turn/end')]);
+  // One event a batch: each record sealed on its own (ts1); batches sealed as one are in batch.test.ts.
+  await store.append(id, [ev(0, { a: 'zero' })]);
+  await store.append(id, [ev(1, { a: 'one' })]);
+  await store.append(id, [ev(2, { a: 'two' }, 'turn/end')]);
   return (await inner.load(id)).events;
 }
 

@@ -4,7 +4,7 @@
 import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { copySession } from '@tidemark/lifecycle';
 import { openMemoryStore } from '@tidemark/memory';
-import { isSealedData, isSealedText, type Keyring, openEvent, openSummary } from '@tidemark/sealed';
+import { isSealedData, isSealedText, type Keyring, openEvents, openSummary } from '@tidemark/sealed';
 import type { Backend } from '../backends.js';
 import { auditLog, type Context, type Io, openMain, print, printJson } from '../context.js';
 import { type ParsedExport, parseExport } from '../exchange.js';
@@ -101,7 +101,7 @@ function openExport(parsed: ParsedExport, keyring: Keyring): ParsedExport {
       ...(opened.attrs !== undefined && { attrs: opened.attrs }),
     },
   };
-  return { header, events: parsed.events.map((event) => openEvent(keyring, meta.id, event)) };
+  return { header, events: openEvents(keyring, meta.id, parsed.events) };
 }
 
 /** Sessions {@link holdsSealed} looks at: the newest ones, by their summary and first event. */

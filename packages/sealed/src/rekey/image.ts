@@ -12,7 +12,8 @@ import {
   type SummaryPatch,
   TidemarkError,
 } from '@tidemark/core';
-import { openEvent, openSummary, sealAttrs, sealEvent, sealedKeyId, sealText } from '../format.js';
+import { openEvents, sealEvents, sealedRuns } from '../batch.js';
+import { openSummary, sealAttrs, sealedKeyId, sealText } from '../format.js';
 import type { Keyring } from '../keyring.js';
 
 /** One session, all of it: what a copy must carry to be the same session. */
@@ -109,12 +110,15 @@ export function openImage(keyring: Keyring, stored: SessionImage): SessionImage 
     ...(summary.title !== undefined && { title: summary.title }),
     ...(summary.firstPrompt !== undefined && { firstPrompt: summary.firstPrompt }),
     ...(summary.attrs !== undefined && { attrs: summary.attrs }),
-    events: stored.events.map((event) => openEvent(keyring, stored.id, event)),
+    events: openEvents(keyring, stored.id, stored.events),
   };
 }
 
-/** The plaintext session sealed under the keyring's current key, for its own id. */
-export function sealImage(keyring: Keyring, plain: SessionImage): SessionImage {
+/**
+ * The plaintext session sealed under the keyring's current key, for its own id; with `runs` (the
+ * stored image's {@link sealedRuns}) each batch sealed as one is sealed as one again.
+ */
+export function sealImage(keyring: Keyring, plain: SessionImage, runs?: readonly number[]): SessionImage {
   const id = plain.id;
   return {
     ...header(plain),
@@ -123,7 +127,7 @@ export function sealImage(keyring: Keyring, plain: SessionImage): SessionImage {
       firstPrompt: sealText(keyring, id, 'firstPrompt', plain.firstPrompt, 'rekey'),
     }),
     ...(plain.attrs !== undefined && { attrs: sealAttrs(keyring, id, plain.attrs) }),
-    events: plain.events.map((event) => sealEvent(keyring, id, event)),
+    events: sealEvents(keyring, id, plain.events, runs),
   };
 }
 

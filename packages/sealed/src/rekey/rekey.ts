@@ -14,6 +14,7 @@
 // next run puts it back first (see `resume` below). Readers in that window see NOT_FOUND: run rekey
 // while the agents that write the store are stopped.
 import { isTidemarkError, listAll, type SessionStore, TidemarkError } from '@tidemark/core';
+import { sealedRuns } from '../batch.js';
 import type { Keyring } from '../keyring.js';
 import {
   eventsArePrefix,
@@ -306,7 +307,7 @@ async function rekeyOne(run: Run, id: string, staged: Set<string>): Promise<Sess
     // Steps 1 to 5.
     const plain = openImage(run.keyring, main);
     const digest = imageDigest(plain);
-    const sealed = sealImage(run.keyring, plain);
+    const sealed = sealImage(run.keyring, plain, sealedRuns(id, main.events));
     await run.onStep(id, 'stage');
     staged.add(id);
     await materialize(run.staging, sealed);
