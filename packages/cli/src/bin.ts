@@ -3,17 +3,18 @@
 import { toIoError } from '@tidemark/core';
 import { main } from './cli.js';
 import { EXIT_CODES, oneLine } from './exit-codes.js';
-import { StdoutClosedError } from './terminal.js';
+import { isReaderGone, StdoutClosedError } from './terminal.js';
 
 // A failed write to stdout (a full disk) is an IO failure of the command: one line on stderr and
 // the IO exit status, never an unhandled 'error' event with a stack, never success. A reader that
-// closed the pipe (`| head -1`, EPIPE) took what it wanted: the command stops quietly.
+// closed the pipe (`| head -1`: EPIPE, or ECONNRESET on a socket) took what it wanted: the
+// command stops quietly.
 let stdoutError: unknown;
 let reported = false;
 process.stdout.on('error', (error) => {
   stdoutError ??= error;
 });
-const stdoutClosed = () => (stdoutError as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+const stdoutClosed = () => isReaderGone(stdoutError);
 const stdoutFailure = () => toIoError(stdoutError, 'writing to stdout');
 
 let status = await main(process.argv.slice(2), {

@@ -5,7 +5,7 @@ import type { Context } from './context.js';
 import { progressBar } from './format.js';
 
 /**
- * Thrown by stdout's writer once the reader closed the pipe (EPIPE): the command stops, and `main`
+ * Thrown by stdout's writer once the reader closed the pipe ({@link isReaderGone}): the command stops, and `main`
  * ends it with status 0 and nothing on stderr, as `tidemark export ID | head -1` expects.
  */
 export class StdoutClosedError extends Error {
@@ -13,6 +13,16 @@ export class StdoutClosedError extends Error {
     super('stdout was closed by its reader');
     this.name = 'StdoutClosedError';
   }
+}
+
+/**
+ * True when a write to stdout failed because its reader went away: EPIPE on a pipe; ECONNRESET
+ * when stdout is a socket (a parent that spawned the CLI with piped stdio holds a socket pair on
+ * Linux), and the reader closed its end with output still unread.
+ */
+export function isReaderGone(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EPIPE' || code === 'ECONNRESET';
 }
 
 /** Whether a command draws progress: stderr is a terminal and the output is not `--json`. */

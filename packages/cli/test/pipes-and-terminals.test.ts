@@ -4,6 +4,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { describe, expect, inject, it } from 'vitest';
 import { colourOn } from '../src/format.js';
+import { isReaderGone } from '../src/terminal.js';
 import { BIN, home, T, tidemark, useTempHome } from './run-cli.js';
 
 const unavailable = inject('unavailable');
@@ -41,6 +42,19 @@ function onTerminal(args: string[], env: NodeJS.ProcessEnv = {}): { status: numb
   });
   return { status: result.status ?? -1, output: result.stdout.toString('utf8') };
 }
+
+describe('a reader gone', () => {
+  // Which failed writes to stdout end a command quietly: the reader went away (EPIPE on a pipe;
+  // ECONNRESET on the socket pair a parent's piped stdio is on Linux, when unread output was left,
+  // which the test below met in CI), never a real failure (a full disk, a closed descriptor).
+  it('is EPIPE or ECONNRESET, and nothing else', () => {
+    const failed = (code: string) => Object.assign(new Error(code), { code });
+    expect(isReaderGone(failed('EPIPE'))).toBe(true);
+    expect(isReaderGone(failed('ECONNRESET'))).toBe(true);
+    for (const code of ['ENOSPC', 'EIO', 'EBADF', 'EAGAIN']) expect(isReaderGone(failed(code))).toBe(false);
+    expect(isReaderGone(undefined)).toBe(false);
+  });
+});
 
 describe.skipIf(unavailable.jsonl !== undefined)('a closed pipe', () => {
   useTempHome();
