@@ -13,7 +13,7 @@ import { SEALED_KEY, sealedFailureOf, sealedKeyId, sealStore } from '../src/inde
 import { Keyring } from '../src/keyring.js';
 import { rekeyStore } from '../src/rekey/index.js';
 import { removeTempDirs, tempDir } from './backends.js';
-import { ev, K1, K2, keyring, oldKeyring, rejection, tiny } from './helpers.js';
+import { counted, ev, K1, K2, keyring, oldKeyring, rejection, tiny } from './helpers.js';
 
 const K3 = Buffer.alloc(32, 3).toString('base64');
 /** k3 current, k2 and k1 to open: a second rotation after a rekey under k2. */
@@ -37,25 +37,6 @@ afterEach(async () => {
   for (const store of opened.splice(0)) await store.close().catch(() => undefined);
   removeTempDirs();
 });
-
-/** The inner store, with its `read` calls counted (the fallback's cost: one read of one event). */
-function counted(inner: SessionStore): { store: SessionStore; reads: () => number } {
-  let reads = 0;
-  const store = new Proxy(inner, {
-    get(target, key) {
-      const value = Reflect.get(target, key, target) as unknown;
-      if (typeof value !== 'function') return value;
-      if (key === 'read') {
-        return (...args: unknown[]) => {
-          reads++;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      }
-      return (value as (...a: unknown[]) => unknown).bind(target);
-    },
-  });
-  return { store, reads: () => reads };
-}
 
 /** `inner` with `capabilities` read from `capabilities()` each time (every other member its own). */
 function withCapabilities(inner: SessionStore, capabilities: () => unknown): SessionStore {

@@ -1,4 +1,4 @@
-import { TidemarkError } from '@tidemark/core';
+import { type SessionStore, TidemarkError } from '@tidemark/core';
 import { openMemoryStore } from '@tidemark/memory';
 import { expect } from 'vitest';
 import { Keyring, type Redactor } from '../src/index.js';
@@ -43,3 +43,22 @@ export const tiny: Redactor = {
     };
   },
 };
+
+/** The inner store, with its `read` calls counted (what a fallback or a mid-batch read costs). */
+export function counted(inner: SessionStore): { store: SessionStore; reads: () => number } {
+  let reads = 0;
+  const store = new Proxy(inner, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (key === 'read') {
+        return (...args: unknown[]) => {
+          reads++;
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return (value as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { store, reads: () => reads };
+}

@@ -4,6 +4,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildStalePackages, isStale } from '../index.js';
+import { INDEX_EXPORTS, writeTinyPackage } from './tiny-packages.js';
 
 const root = mkdtempSync(join(tmpdir(), 'tidemark-build-stale-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -50,31 +51,18 @@ describe('buildStalePackages', { timeout: TSC_RUNS_TIMEOUT_MS }, () => {
   });
 
   it("bundles after tsc when the package's build does, with the build's arguments", () => {
-    const pkg = tinyPackage('d');
-    writeFileSync(join(pkg, 'src', 'index.ts'), "export { answer } from './answer.js';\n");
-    writeFileSync(join(pkg, 'src', 'answer.ts'), 'export const answer: number = 42;\n');
-    writeFileSync(join(pkg, 'src', 'extra.ts'), "export { answer as extra } from './answer.js';\n");
-    writeFileSync(
-      join(pkg, 'tsconfig.build.json'),
-      JSON.stringify({
-        compilerOptions: {
-          outDir: 'dist',
-          rootDir: 'src',
-          module: 'es2022',
-          target: 'es2022',
-          declaration: true,
-        },
-        include: ['src'],
-      }),
-    );
-    writeFileSync(
-      join(pkg, 'package.json'),
-      JSON.stringify({
+    const pkg = writeTinyPackage(
+      join(root, 'd'),
+      {
+        'index.ts': "export { answer } from './answer.js';\n",
+        'answer.ts': 'export const answer: number = 42;\n',
+        'extra.ts': "export { answer as extra } from './answer.js';\n",
+      },
+      {
         name: 'd',
-        type: 'module',
-        exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+        ...INDEX_EXPORTS,
         scripts: { build: 'tsc -p tsconfig.build.json && node ../../tooling/bundle.mjs extra.js' },
-      }),
+      },
     );
     expect(buildStalePackages(import.meta.url, [pkg])).toEqual([pkg]);
     // The entry and the named file are bundles; the module they share is no file of its own.
