@@ -16,6 +16,7 @@ import {
   isSealedData,
   isSealedText,
   Keyring,
+  openBatchOf,
   openSummary,
   SealedEventOpener,
   sealedKeyId,
@@ -170,10 +171,7 @@ export function openingView(inner: SessionStore, keyring: Keyring): SessionStore
           if (sealed === undefined) {
             sealed = isSealed;
             // A range that starts inside a batch sealed as one: its first record opens it.
-            const head = isSealed ? opener.headSeqFor(event) : undefined;
-            if (head !== undefined)
-              for await (const first of inner.read(id, { fromSeq: head, toSeq: head }))
-                opener.openHead(first);
+            if (isSealed) await openBatchOf(inner, opener, id, event);
           }
           if (isSealed !== sealed) throw mixed(id, event.seq);
           yield isSealed ? opener.open(event) : event;

@@ -29,6 +29,7 @@ import {
   type ParsedHead,
   type ParsedMember,
   parseStoredEvent,
+  preparedJson,
   SEALED_KEY,
   sealBody,
   sealDataJson,
@@ -59,19 +60,17 @@ function entryOf(item: EventToSeal): string {
 
 /**
  * Seals a contiguous batch under the keyring's current key: groups of consecutive events of at
- * most `maxBytes` plaintext bytes (default and cap {@link MAX_GROUP_BYTES}) as ts2, a group of
- * one as ts1. Deterministic: the same batch gives the same records.
+ * most `maxBytes` plaintext bytes (default {@link MAX_GROUP_BYTES}) as ts2, a group of one as
+ * ts1. Deterministic: the same batch gives the same records.
  */
 export function sealBatch(
   keyring: Keyring,
   sessionId: string,
   items: readonly EventToSeal[],
   maxBytes = MAX_GROUP_BYTES,
-  uncapped = false,
 ): SessionEvent[] {
   // One event: sealed on its own, with nothing to group (the common durable one-event append).
   if (items.length === 1) return [sealDataJson(keyring, sessionId, items[0]!.event, items[0]!.json)];
-  const cap = uncapped ? maxBytes : Math.min(maxBytes, MAX_GROUP_BYTES);
   const out: SessionEvent[] = [];
   let group: EventToSeal[] = [];
   let entries: string[] = [];
@@ -86,7 +85,7 @@ export function sealBatch(
   for (const item of items) {
     const entry = entryOf(item);
     const size = Buffer.byteLength(entry) + 1;
-    if (group.length > 0 && bytes + size > cap) flush();
+    if (group.length > 0 && bytes + size > maxBytes) flush();
     group.push(item);
     entries.push(entry);
     bytes += size;
@@ -118,20 +117,19 @@ function sealGroup(
   }));
 }
 
-/** Seals events core prepared (their data JSON as prepared), or what redaction made of them. */
+/**
+ * Seals events core prepared (their data JSON as prepared), or what redaction made of them, in
+ * groups of at most `maxEventBytes` (the plaintext event limit) and {@link MAX_GROUP_BYTES}.
+ */
 export function sealPreparedBatch(
   keyring: Keyring,
   sessionId: string,
   prepared: readonly PreparedEvent[],
   events: readonly SessionEvent[],
-  dataJsonOf: (prepared: PreparedEvent) => string,
-  maxBytes?: number,
+  maxEventBytes: number,
 ): SessionEvent[] {
-  const items = events.map((event, i) => ({
-    event,
-    json: event === prepared[i]!.event ? dataJsonOf(prepared[i]!) : JSON.stringify(event.data),
-  }));
-  return sealBatch(keyring, sessionId, items, maxBytes);
+  const items = events.map((event, i) => ({ event, json: preparedJson(prepared[i]!, event) }));
+  return sealBatch(keyring, sessionId, items, Math.min(maxEventBytes, MAX_GROUP_BYTES));
 }
 
 /**
@@ -149,7 +147,7 @@ export function sealEvents(
   const out: SessionEvent[] = [];
   let at = 0;
   for (const size of runs) {
-    out.push(...sealBatch(keyring, sessionId, items.slice(at, at + size), Number.POSITIVE_INFINITY, true));
+    out.push(...sealBatch(keyring, sessionId, items.slice(at, at + size), Number.POSITIVE_INFINITY));
     at += size;
   }
   if (at !== items.length)

@@ -208,8 +208,12 @@ export function sealPrepared(
   prepared: PreparedEvent,
   event: SessionEvent = prepared.event,
 ): SessionEvent {
-  const json = event === prepared.event ? dataJsonOf(prepared) : JSON.stringify(event.data);
-  return sealDataJson(keyring, sessionId, event, json);
+  return sealDataJson(keyring, sessionId, event, preparedJson(prepared, event));
+}
+
+/** The data JSON of `event`: as core prepared it when `event` is the prepared one, else serialized. */
+export function preparedJson(prepared: PreparedEvent, event: SessionEvent): string {
+  return event === prepared.event ? dataJsonOf(prepared) : JSON.stringify(event.data);
 }
 
 export function sealDataJson(

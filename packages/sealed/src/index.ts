@@ -39,6 +39,7 @@ export {
   sealText,
 } from './format.js';
 export { KEY_ID_PATTERN, Keyring, type KeyringInput, type KeysOption, MASTER_KEY_BYTES } from './keyring.js';
+export { openBatchOf } from './reads.js';
 export * from './redact/index.js';
 // Key rotation: re-seal every session under the current key.
 export * from './rekey/index.js';

@@ -53,19 +53,21 @@ export class LastRecords {
 }
 
 /**
- * Opens, with `opener`, the first record (at `head`) of the batch that `first` (a later record of
- * it, the first of a read) belongs to. The first record and the records up to `first` are read in
- * one call, so that they are one version of the session; when the record at `first.seq` is no
- * longer `first`, the session changed between the two reads: CONFLICT (retryable), never a false
- * CORRUPT.
+ * When `first` (the first record of a read from `inner`) is a later record of a batch sealed as
+ * one, opens that batch's first record with `opener`, so that `first` and the rest of the batch
+ * open after it; otherwise does nothing. The batch's first record and the records up to `first`
+ * are read in one call, so that they are one version of the session; when the record at
+ * `first.seq` is no longer `first`, the session changed between the two reads: CONFLICT
+ * (retryable), never a false CORRUPT.
  */
-async function openBatchOf(
+export async function openBatchOf(
   inner: SessionStore,
   opener: SealedEventOpener,
   id: string,
-  head: number,
   first: SessionEvent,
 ): Promise<void> {
+  const head = opener.headSeqFor(first);
+  if (head === undefined) return;
   const run: SessionEvent[] = [];
   try {
     for await (const event of inner.read(id, { fromSeq: head, toSeq: first.seq })) run.push(event);
@@ -91,8 +93,7 @@ export async function openStoredRecord(
   stored: SessionEvent,
 ): Promise<SessionEvent> {
   const opener = new SealedEventOpener(keyring, id);
-  const head = opener.headSeqFor(stored);
-  if (head !== undefined) await openBatchOf(inner, opener, id, head, stored);
+  await openBatchOf(inner, opener, id, stored);
   return opener.open(stored);
 }
 
@@ -112,10 +113,7 @@ export function openedPairs(
       const opener = new SealedEventOpener(keyring, id);
       let pair: StoredAndOpened | undefined;
       for await (const event of inner.read(id, range)) {
-        if (pair === undefined) {
-          const head = opener.headSeqFor(event);
-          if (head !== undefined) await openBatchOf(inner, opener, id, head, event);
-        }
+        if (pair === undefined) await openBatchOf(inner, opener, id, event);
         pair = { stored: event, opened: opener.open(event) };
         yield pair;
       }

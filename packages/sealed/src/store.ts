@@ -10,7 +10,6 @@ import {
   checksAppendAfter,
   DEFAULT_MAX_EVENT_BYTES,
   type DeleteOptions,
-  dataJsonOf,
   type EventLimits,
   errors,
   generateId,
@@ -182,7 +181,6 @@ class SealedSessionStore implements SealedStore {
       id,
       prepared,
       plain,
-      dataJsonOf,
       this.#limits.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES,
     );
     const after = given === undefined ? undefined : this.#afterForms(keyring, id, given);
